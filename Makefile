@@ -1,0 +1,48 @@
+# et-hil: two commands set up a fresh machine and do the work.
+#   make demo   profile cifar10 and ds_cnn on the QEMU board and print their tables
+#   make test   the whole test suite (unit tests + device tests on the QEMU board)
+# Each installs what it needs (Debian packages, a pinned .venv) and is quick once installed.
+
+SHELL := /bin/bash
+PYTHON_BOOT ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+APT_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi gdb-multiarch
+# The venv is rebuilt only when the project's pins change.
+VENV_STAMP := $(VENV)/.et-hil-$(shell cat pyproject.toml | sha256sum | cut -c1-16)
+DEMO_OUT ?= hil-artifacts/demo
+TEST_ARGS ?=
+
+.PHONY: demo test setup apt venv clean-cache firmware firmware-check
+
+setup: apt venv
+
+# Debian packages: checked with dpkg (fast), installed only when one is missing.
+apt:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages: $$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+venv: $(VENV_STAMP)
+
+$(VENV_STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	@echo "installing pinned Python packages into $(VENV) (torch==2.13.0 CPU, executorch==1.5.1, ...)"
+	@$(PY) -m pip install -q --disable-pip-version-check -e . 2>&1 | grep -v "^WARNING: Location" || true
+	@$(PY) -c "import torch, executorch, pyocd, serial, pygdbmi; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+	@rm -f $(VENV)/.et-hil-*; touch $@
+
+demo: setup
+	$(VENV)/bin/hil run --board qemu --model cifar10 --out $(DEMO_OUT)/cifar10
+	$(VENV)/bin/hil run --board qemu --model ds_cnn --out $(DEMO_OUT)/ds_cnn
+
+test: setup firmware-check
+	$(PY) -m pytest --board qemu $(TEST_ARGS)
+
+clean-cache:
+	rm -rf $${HIL_CACHE_DIR:-$$HOME/.cache/et-hil}
+
+-include firmware/rt700/rt700.mk

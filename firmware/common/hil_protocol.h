@@ -1,0 +1,51 @@
+/*
+ * The et-hil firmware line protocol: the console lines every et-hil firmware prints.
+ *
+ * Why a shared header: the harness parses these lines (hil.analysis.console) whichever firmware
+ * printed them -- the RT700 profiling application or the QEMU replay image -- so the formats live
+ * in one place. They follow NXP's MCUXpresso ExecuTorch example, so a log from NXP's own firmware
+ * parses the same way. Plain C (string-literal macros), usable from C and C++ and with any
+ * printf-like function. Every line ends in CR LF, as the board's virtual COM port delivers it.
+ */
+#ifndef HIL_PROTOCOL_H
+#define HIL_PROTOCOL_H
+
+#define HIL_EOL "\r\n"
+
+/* Progress lines (informational; the wording of NXP's example). */
+#define HIL_FMT_BANNER "et-hil profiling firmware (%s) using an ExecuTorch model" HIL_EOL
+#define HIL_FMT_PROGRAM_LOADED "Model buffer loaded, has %u methods" HIL_EOL
+#define HIL_FMT_RUNNING_METHOD "Running method %s" HIL_EOL
+#define HIL_FMT_PLANNED_BUFFER "Setting up planned buffer %u, size %u." HIL_EOL
+#define HIL_MSG_METHOD_LOADED "Method loaded." HIL_EOL
+#define HIL_MSG_PREPARING_INPUTS "Preparing inputs..." HIL_EOL
+#define HIL_MSG_INPUTS_PREPARED "Input prepared." HIL_EOL
+#define HIL_MSG_STARTING "Starting the model execution..." HIL_EOL
+#define HIL_MSG_EXECUTED "Model executed successfully." HIL_EOL
+
+/* Facts the harness parses. */
+#define HIL_FMT_FREQUENCY "Core/NPU Frequency: %u MHz" HIL_EOL
+/* name, first address, end address (exclusive) */
+#define HIL_FMT_ALLOCATOR_ADDR "%s Addr: 0x%x - 0x%x" HIL_EOL
+/* name, total (hex, dec), used (hex, dec), used percent */
+#define HIL_FMT_ALLOCATOR_USED \
+    "%s_used: Total 0x%x (%u B); Used 0x%x (%u B); Used/Total %u %%" HIL_EOL
+#define HIL_FMT_MODEL_ADDR "Model Addr: 0x%x - 0x%x" HIL_EOL
+#define HIL_FMT_MODEL_SIZE "Model Size: 0x%x (%u B)" HIL_EOL
+#define HIL_FMT_OUTPUTS "%u outputs:" HIL_EOL
+/* One line per iteration. */
+#define HIL_FMT_INFERENCE_TIME "Inference time: %u us" HIL_EOL
+
+/* The ETDump handshake: printed after get_etdump_data(), before hil_etdump_ready(). */
+#define HIL_FMT_RESULT_BUF "Result buf: %p, size: %zu" HIL_EOL
+#define HIL_MSG_PROGRAM_COMPLETE "Program complete, exiting." HIL_EOL
+
+/* Failure: what failed and the ExecuTorch error code (or 0); then the firmware stops. */
+#define HIL_FMT_ERROR "HIL error: %s failed (error 0x%x)" HIL_EOL
+#define HIL_MSG_PROGRAM_FAILED "Program failed, exiting." HIL_EOL
+
+/* The names the debugger looks for (boards/*.toml: debug.breakpoint, debug.result_expr). */
+#define HIL_BREAKPOINT_SYMBOL "hil_etdump_ready"
+#define HIL_RESULT_SYMBOL "hil_etdump_result"
+
+#endif /* HIL_PROTOCOL_H */

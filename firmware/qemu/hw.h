@@ -1,0 +1,24 @@
+/*
+ * The few pieces of mps2-an505 hardware the replay image touches: the CMSDK UART that
+ * carries the console, and Arm semihosting, through which the image hands QEMU its exit status.
+ */
+#ifndef HIL_QEMU_HW_H
+#define HIL_QEMU_HW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void uart_init(void);
+void uart_write(const char *data, size_t len);
+void uart_puts(const char *text);
+void uart_put_hex32(uint32_t value); /* always 8 digits, like %08x */
+void uart_put_udec(uint32_t value);  /* like %u */
+
+/* SYS_EXIT_EXTENDED: QEMU (-semihosting-config enable=on) exits with `status`. */
+__attribute__((noreturn)) void semihost_exit(uint32_t status);
+
+/* Freestanding image: no libc, so the compiler's implicit calls land here. */
+void *memcpy(void *dst, const void *src, size_t len);
+void *memset(void *dst, int value, size_t len);
+
+#endif

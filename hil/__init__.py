@@ -1,0 +1,3 @@
+"""et-hil: profile ExecuTorch models on an i.MX RT700 board, or on a Cortex-M33 in QEMU without one."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Boards: one small class per kind of target, all behind the `Board` protocol."""

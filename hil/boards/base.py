@@ -1,0 +1,38 @@
+"""The board protocol every target implements, and what a run brings back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass
+class RunCapture:
+    """Everything one run of the target produced, kept even when later steps fail."""
+
+    serial_log: Path
+    console: str
+    etdump: bytes
+    result_addr: int
+    steps_s: dict[str, float] = field(default_factory=dict)
+    exit_code: int | None = None
+
+
+class Board(Protocol):
+    """A target the harness can flash, run to the ETDump-ready point, and release.
+
+    Implementations compose the shared pieces (serial reader, GDB/MI session, process
+    lifecycles); they never copy them.
+    """
+
+    name: str
+
+    def flash(self, image: Path) -> None:
+        """Put `image` (an ELF) on the target; the target stays halted afterwards."""
+
+    def run(self, timeout: float) -> RunCapture:
+        """Reset, run to the breakpoint, read the ETDump, let the target finish."""
+
+    def close(self) -> None:
+        """Stop every process and port this board opened; safe to call twice."""

@@ -1,0 +1,69 @@
+"""The ETDump a simulated board carries, and the console lines that go with it.
+
+Two sources, chosen by the program: a CPU-only program runs for real in the host ExecuTorch runtime
+(timestamps in ns); a program lowered to the simulated Neutron backend gets a synthesized buffer
+from the cost model (timestamps in board clock cycles), as the RT700 runtime would write it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hil.aot.export import CompiledModel, load_inputs
+from hil.buffers.console import ConsoleScript, render_console
+from hil.errors import AnalysisError
+
+NS_PER_US = 1000.0
+
+
+@dataclass
+class SimulatedBuffer:
+    """The bytes the replay image links in, plus how to read their timestamps."""
+
+    etdump: bytes
+    console_lines: list[str]
+    ticks_per_us: float
+    source: str  # "host-runtime" or "neutron-sim"
+    simulation: dict[str, Any] | None = None
+
+
+def method_execute_ticks(etdump: bytes) -> list[int]:
+    """Duration of every `Method::execute` event, one per run, in the dump's own ticks."""
+    from executorch.devtools.etdump.serialize import deserialize_from_etdump_flatcc
+
+    try:
+        dump = deserialize_from_etdump_flatcc(etdump)
+    except Exception as exc:  # flatc reports a foreign buffer in many ways
+        raise AnalysisError(f"simulated ETDump cannot be decoded: {exc}") from exc
+    durations = []
+    for run in dump.run_data:
+        for event in run.events or []:
+            profile = event.profile_event
+            if profile is not None and profile.name == "Method::execute":
+                durations.append(int(profile.end_time) - int(profile.start_time))
+    return durations
+
+
+def simulated_buffer(
+    compiled: CompiledModel, *, iterations: int, clock_mhz: float, seed: int = 0, jitter: float = 0.0
+) -> SimulatedBuffer:
+    """Make the ETDump for `compiled` and the console that a board running it would print."""
+    pte = compiled.pte_path.read_bytes()
+    if compiled.delegated:
+        from hil.buffers.neutron_etdump import synthesize_neutron_etdump
+
+        etdump, simulation = synthesize_neutron_etdump(
+            compiled.pte_path, compiled.etrecord_path, iterations=iterations, clock_mhz=clock_mhz, seed=seed, jitter=jitter
+        )
+        ticks_per_us, source = clock_mhz, "neutron-sim"
+    else:
+        from hil.buffers.host_runtime import host_etdump
+
+        etdump = host_etdump(pte, load_inputs(compiled), iterations)
+        simulation, ticks_per_us, source = None, NS_PER_US, "host-runtime"
+    times_us = [ticks / ticks_per_us for ticks in method_execute_ticks(etdump)]
+    script = ConsoleScript(
+        model_name=compiled.name.upper(), model_size=len(pte), clock_mhz=clock_mhz, inference_times_us=times_us
+    )
+    return SimulatedBuffer(etdump, render_console(script), ticks_per_us, source, simulation)

@@ -1,0 +1,109 @@
+"""`hil`: the command line front end. Each sub-command is a thin wrapper over one library call."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hil.config import BoardConfig, load_board_config
+from hil.errors import HilError
+from hil.options import OVERRIDES, overrides_from
+
+
+def _add_board_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    parser.add_argument("--board", default=None if not required else "qemu", help="board name (boards/NAME.toml)")
+    parser.add_argument("--board-config", type=Path, default=None, help="board file; wins over --board")
+    group = parser.add_argument_group("board-file overrides")
+    for opt in OVERRIDES:
+        group.add_argument(opt.flag, dest=opt.dest, type=opt.type, default=None, help=opt.help)
+
+
+def board_from_args(args: argparse.Namespace) -> BoardConfig:
+    cfg = load_board_config(args.board, args.board_config)
+    return cfg.with_overrides(overrides_from(vars(args)))
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from hil.analysis.table import format_table
+    from hil.pipeline import RunRequest, run_profile
+
+    request = RunRequest(
+        model=args.model,
+        board=board_from_args(args),
+        out_dir=args.out,
+        iterations=args.iterations,
+        timeout_s=args.timeout,
+        delegate="none" if args.no_delegate else args.delegate,
+        seed=args.seed,
+        jitter=args.jitter,
+    )
+    report = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
+    try:
+        result = run_profile(request, report=report)
+    except HilError as exc:
+        print(f"hil run: {exc}\n(artifacts kept in {args.out})", file=sys.stderr)
+        return 1
+    print(format_table(result.profile))
+    print(f"\nartifacts: {result.out_dir}")
+    return 0
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from hil.analysis.inspect_cmd import inspect_files
+
+    return inspect_files(args)
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from hil.doctor import run_doctor
+
+    cfg = board_from_args(args) if (args.board or args.board_config) else None
+    return run_doctor(cfg)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hil", description="Profile ExecuTorch models on an RT700 board or in QEMU.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="profile one model on one board and write its artifacts")
+    _add_board_options(run, required=True)
+    run.add_argument("--model", required=True, help="built-in name (cifar10, ds_cnn, ...) or path/to/file.py:factory")
+    run.add_argument("--out", type=Path, required=True, help="folder for the run's artifacts")
+    run.add_argument("--iterations", type=int, default=5, help="inferences profiled (default 5)")
+    run.add_argument("--timeout", type=float, default=None, help="seconds for the board run (default: board file)")
+    run.add_argument("--delegate", default=None, help="none, neutron-sim or neutron (default: board file)")
+    run.add_argument("--no-delegate", action="store_true", help="keep a CPU-only program")
+    run.add_argument("--seed", type=int, default=0, help="seed of the simulated cost model")
+    run.add_argument("--jitter", type=float, default=None, help="relative run-to-run jitter of the simulation")
+    run.add_argument("-v", "--verbose", action="store_true", help="print each step and its duration")
+    run.set_defaults(func=_cmd_run)
+
+    inspect = sub.add_parser("inspect", help="analyse an ETDump/ETRecord pair from anywhere")
+    inspect.add_argument("etdump", type=Path)
+    inspect.add_argument("--etrecord", type=Path, required=True)
+    inspect.add_argument("--board-config", type=Path, default=None)
+    inspect.add_argument("--clock-mhz", type=float, default=None)
+    inspect.add_argument("--json", action="store_true", help="print profile JSON instead of the table")
+    inspect.set_defaults(func=_cmd_inspect)
+
+    doctor = sub.add_parser("doctor", help="check this machine for what a board needs")
+    _add_board_options(doctor, required=False)
+    doctor.set_defaults(func=_cmd_doctor)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except HilError as exc:
+        print(f"hil {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"hil {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

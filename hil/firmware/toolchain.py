@@ -1,0 +1,83 @@
+"""Find the Arm cross compiler and run build commands with a timeout and a kept log.
+
+Shared by every firmware build so that "compiler missing", "compiler hung" and "compile
+failed" read the same everywhere and always point at the log that holds the evidence.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from hil.errors import BuildError
+
+ARM_GCC = "arm-none-eabi-gcc"
+INSTALL_HINT = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi (or run `make demo`)"
+
+
+class BuildCommandError(BuildError):
+    """A build command failed, hung or could not start; keeps the pieces so a caller can re-point the log."""
+
+    def __init__(self, command: str, reason: str, log: Path) -> None:
+        super().__init__(f"build command {reason}: {command} (log: {log})")
+        self.command = command
+        self.reason = reason
+        self.log = log
+
+    def moved(self, log: Path) -> "BuildCommandError":
+        """The same failure, naming the log where it was kept after its folder moved."""
+        return BuildCommandError(self.command, self.reason, log)
+
+
+def find_arm_gcc() -> Path:
+    """The cross compiler: `$HIL_ARM_GCC` (e.g. an Arm GNU toolchain) or `arm-none-eabi-gcc` on PATH."""
+    wanted = os.environ.get("HIL_ARM_GCC") or ARM_GCC
+    found = shutil.which(wanted)
+    if found is None:
+        raise BuildError(f"cross compiler '{wanted}' not found on PATH; install it: {INSTALL_HINT}")
+    return Path(found)
+
+
+def compiler_version(gcc: Path) -> str:
+    """`gcc --version`'s first line: part of every cache key, so a new compiler rebuilds."""
+    stat = gcc.stat()
+    return _version(str(gcc), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _version(gcc: str, _mtime_ns: int, _size: int) -> str:
+    try:
+        out = subprocess.run([gcc, "--version"], capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BuildError(f"cannot run '{gcc} --version': {exc}; reinstall it: {INSTALL_HINT}") from exc
+    return out.stdout.splitlines()[0].strip() if out.stdout else "unknown"
+
+
+def run_logged(cmd: Sequence[str], *, cwd: Path, log: Path, timeout: float) -> None:
+    """Run one build command, appending its command line and output to `log`.
+
+    Raises BuildCommandError naming the command and the log when it fails, hangs past `timeout`
+    seconds (subprocess.run kills it then) or cannot start.
+    """
+    shown = " ".join(str(part) for part in cmd)
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(f"$ {shown}\n")
+        handle.flush()
+        try:
+            proc = subprocess.run(
+                [str(part) for part in cmd], cwd=cwd, stdin=subprocess.DEVNULL,
+                stdout=handle, stderr=subprocess.STDOUT, timeout=timeout,
+            )
+        except subprocess.TimeoutExpired as exc:
+            handle.write(f"[timed out after {timeout:g} s]\n")
+            raise BuildCommandError(shown, f"timed out after {timeout:g} s", log) from exc
+        except OSError as exc:
+            handle.write(f"[cannot start: {exc}]\n")
+            raise BuildCommandError(shown, f"could not start ({exc})", log) from exc
+        handle.write(f"[exit status {proc.returncode}]\n")
+    if proc.returncode != 0:
+        raise BuildCommandError(shown, f"failed with exit status {proc.returncode}", log)

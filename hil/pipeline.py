@@ -1,0 +1,164 @@
+"""The one path every run follows: model -> AOT -> image -> board -> ETDump -> profile, with artifacts.
+
+Each stage lives in its own module; this one only wires them in order, times them, and makes sure a
+run folder always ends with a manifest describing what it holds, whether the run passed or failed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hil import atomic
+from hil.analysis.console import parse_console
+from hil.analysis.profile import build_profile
+from hil.aot.export import CompiledModel, export_model
+from hil.boards import open_board
+from hil.boards.base import RunCapture
+from hil.config import BoardConfig
+from hil.errors import BoardConfigError, HilError
+from hil.manifest import sha256_file, write_manifest
+from hil.steps import StepTimer
+
+DEFAULT_ITERATIONS = 5
+
+
+@dataclass
+class RunRequest:
+    """What to profile, where, and how: everything the CLI and the pytest plugin can set."""
+
+    model: str
+    board: BoardConfig
+    out_dir: Path
+    iterations: int = DEFAULT_ITERATIONS
+    timeout_s: float | None = None
+    delegate: str | None = None
+    seed: int = 0
+    jitter: float | None = None
+    image_options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    out_dir: Path
+    profile: dict[str, Any]
+    compiled: CompiledModel
+    capture: RunCapture
+    steps_s: dict[str, float]
+    simulation: dict[str, Any] | None = None
+
+    @property
+    def profile_path(self) -> Path:
+        return self.out_dir / "profile.json"
+
+
+def choose_delegate(request: RunRequest) -> str:
+    """The request wins; otherwise the board file's `[aot].delegate`; otherwise a CPU-only program."""
+    return request.delegate or str(request.board.get("aot.delegate", "none"))
+
+
+def _prepare_image(request: RunRequest, compiled: CompiledModel, timer: StepTimer) -> tuple[Path, float, dict | None]:
+    """The ELF to flash, the ETDump tick rate (ticks per us), and the simulation's ground truth if any."""
+    cfg = request.board
+    if cfg.kind == "qemu":
+        from hil.buffers.simulated import simulated_buffer
+        from hil.firmware.qemu_image import build_qemu_image
+
+        jitter = request.jitter if request.jitter is not None else float(cfg.get("simulation.jitter", 0.0))
+        with timer.step("simulate_etdump"):
+            buffer = simulated_buffer(
+                compiled, iterations=request.iterations, clock_mhz=cfg.clock_mhz, seed=request.seed, jitter=jitter
+            )
+        with timer.step("build_image"):
+            image = build_qemu_image(buffer.etdump, buffer.console_lines, **request.image_options)
+        return image, buffer.ticks_per_us, buffer.simulation
+    if cfg.kind == "rt700":
+        elf = Path(cfg.require("firmware.elf"))
+        if not elf.is_absolute() and cfg.source is not None:
+            elf = (cfg.source.parent.parent / elf).resolve()
+        if not elf.is_file():
+            raise BoardConfigError(
+                f"board '{cfg.name}': firmware image {elf} not found; build it with "
+                f"`make firmware BOARD=rt700 MODEL={request.out_dir / 'model.pte'}` or pass --elf"
+            )
+        return elf, cfg.clock_mhz, None
+    raise BoardConfigError(f"board '{cfg.name}' ({cfg.source}): unknown kind '{cfg.kind}'")
+
+
+def run_profile(request: RunRequest, report: Callable[[str], None] | None = None) -> RunResult:
+    """Profile one model on one board; artifacts land in `request.out_dir` even when a step fails."""
+    out = Path(request.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    timer = StepTimer(report)
+    provenance: dict[str, Any] = {
+        "model": request.model,
+        "board": request.board.name,
+        "board_file": str(request.board.source) if request.board.source else None,
+        "board_file_sha256": sha256_file(request.board.source) if request.board.source else None,
+        "iterations": request.iterations,
+        "status": "failed",
+    }
+    try:
+        delegate = choose_delegate(request)
+        with timer.step("aot"):
+            compiled = export_model(request.model, delegate=delegate)
+        provenance.update(aot_cache_key=compiled.cache_key, aot_cached=compiled.cached, delegate=delegate)
+        shutil.copyfile(compiled.pte_path, out / "model.pte")
+        shutil.copyfile(compiled.etrecord_path, out / "etrecord.bin")
+        for name, path in compiled.extra.get("artifacts", {}).items():
+            shutil.copyfile(path, out / name)
+        image, ticks_per_us, simulation = _prepare_image(request, compiled, timer)
+        provenance["firmware_sha256"] = sha256_file(image)
+        provenance["firmware"] = str(image)
+        if simulation is not None:
+            atomic.write_json(out / "simulation.json", simulation)
+        capture = _run_on_board(request, image, timer)
+        console = parse_console(capture.console)
+        if request.board.kind != "qemu" and console.clock_mhz:
+            ticks_per_us = console.clock_mhz  # the board's own word on its clock wins over the board file
+        with timer.step("analyse"):
+            profile = build_profile(
+                out / "trace.etdump",
+                out / "etrecord.bin",
+                board=request.board.name,
+                model=compiled.name,
+                simulated=request.board.kind != "rt700",
+                ticks_per_us=ticks_per_us,
+                console=console,
+            )
+        profile["harness_steps_s"] = {**timer.seconds, **capture.steps_s}
+        atomic.write_json(out / "profile.json", profile)
+        provenance["status"] = "passed"
+        return RunResult(out, profile, compiled, capture, dict(timer.seconds), simulation)
+    except HilError as exc:
+        provenance["error"] = str(exc)
+        raise
+    except Exception as exc:
+        provenance["error"] = f"{type(exc).__name__}: {exc}"
+        atomic.write_text(out / "error.txt", traceback.format_exc())
+        raise
+    finally:
+        provenance["steps_s"] = dict(timer.seconds)
+        write_manifest(out, provenance)
+
+
+def _run_on_board(request: RunRequest, image: Path, timer: StepTimer) -> RunCapture:
+    """Flash and run, always closing the board; the board writes serial.log and trace.etdump into out_dir."""
+    cfg = request.board
+    timeout = request.timeout_s or float(cfg.get("debug.timeout_s", 120))
+    board = open_board(cfg, request.out_dir)
+    try:
+        with timer.step("flash"):
+            board.flash(image)
+        with timer.step("run"):
+            capture = board.run(timeout)
+    finally:
+        board.close()
+    trace = request.out_dir / "trace.etdump"
+    if not trace.is_file():
+        atomic.write_bytes(trace, capture.etdump)
+    return capture

@@ -1,0 +1,192 @@
+"""Child processes the harness owns (QEMU, gdb, pyocd gdbserver), and the guarantee that none outlives it.
+
+Every child runs in its own session (process group), so closing it also ends anything it
+spawned, and every live child sits in a module-level registry that an `atexit` hook empties:
+a test that crashes, times out or is interrupted still leaves no orphan simulator or debug
+server holding a port or a probe.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from hil.errors import TargetError, TimeoutExpired
+
+# Seconds a child gets to exit after SIGTERM before it is killed.
+TERMINATE_GRACE_S = 2.0
+
+_registry_lock = threading.Lock()
+_registry: list["ManagedProcess"] = []
+
+
+class ManagedProcess:
+    """One child process: started on demand, output kept in a log, always ended by `close()`.
+
+    With `pipes=False` (the default) stdout and stderr go to `log_path`; with `pipes=True`
+    stdin and stdout are pipes for a caller that talks to the child (gdb over MI), and only
+    stderr goes to the log.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        name: str,
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+        *,
+        pipes: bool = False,
+    ) -> None:
+        self.argv = [str(part) for part in argv]
+        self.name = name
+        self.log_path = Path(log_path)
+        self.env = dict(env) if env is not None else None
+        self.pipes = pipes
+        self.popen: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> "ManagedProcess":
+        """Start the child; raises TargetError naming the command when it cannot be started."""
+        if self.popen is not None:
+            raise TargetError(f"{self.name}: already started (pid {self.popen.pid})")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab", buffering=0)
+        self._log.write(f"$ {' '.join(self.argv)}\n".encode())
+        env = None if self.env is None else {**os.environ, **self.env}
+        try:
+            self.popen = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE if self.pipes else subprocess.DEVNULL,
+                stdout=subprocess.PIPE if self.pipes else self._log,
+                stderr=self._log,
+                env=env,
+                start_new_session=True,
+                bufsize=0,
+            )
+        except OSError as exc:
+            self._log.write(f"[cannot start: {exc}]\n".encode())
+            self._log.close()
+            self._log = None
+            raise TargetError(f"{self.name}: cannot start '{self.argv[0]}': {exc} (log: {self.log_path})") from exc
+        with _registry_lock:
+            _registry.append(self)
+        return self
+
+    @property
+    def pid(self) -> int | None:
+        return self.popen.pid if self.popen is not None else None
+
+    @property
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.poll() if self.popen is not None else None
+
+    def wait(self, timeout: float) -> int:
+        """Wait for the child to exit on its own; TimeoutExpired (naming it and its log) if it does not."""
+        if self.popen is None:
+            raise TargetError(f"{self.name}: was never started")
+        try:
+            return self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise TimeoutExpired(
+                f"{self.name} (pid {self.popen.pid}) still running after {timeout:g} s (log: {self.log_path})"
+            ) from exc
+
+    def close(self, grace: float = TERMINATE_GRACE_S) -> int | None:
+        """End the child and its process group: SIGTERM, wait up to `grace` s, then SIGKILL.
+
+        Safe to call twice and from the atexit hook; returns the exit status when known.
+        """
+        popen = self.popen
+        if popen is None:
+            return None
+        if popen.poll() is None:
+            _signal_group(popen.pid, signal.SIGTERM)
+            try:
+                popen.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                _signal_group(popen.pid, signal.SIGKILL)
+                try:
+                    popen.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    pass  # unkillable (D state); the registry keeps it visible
+        # The leader may be gone while something it spawned still runs in its group.
+        _signal_group(popen.pid, signal.SIGKILL)
+        for stream in (popen.stdin, popen.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        if self._log is not None:
+            status = popen.poll()
+            try:
+                self._log.write(f"[{self.name} ended, exit status {status}]\n".encode())
+                self._log.close()
+            except (OSError, ValueError):
+                pass
+            self._log = None
+        if popen.poll() is not None:
+            with _registry_lock:
+                if self in _registry:
+                    _registry.remove(self)
+        return popen.poll()
+
+    def __enter__(self) -> "ManagedProcess":
+        return self.start() if self.popen is None else self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "not started" if self.popen is None else ("alive" if self.alive else f"exited {self.returncode}")
+        return f"ManagedProcess({self.name!r}, pid={self.pid}, {state})"
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    """Signal the child's whole process group (it is the leader: start_new_session=True)."""
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def live_children() -> list[ManagedProcess]:
+    """Children started through ManagedProcess that are still running (tests assert this is empty)."""
+    with _registry_lock:
+        tracked = list(_registry)
+    return [child for child in tracked if child.alive]
+
+
+def close_all(grace: float = 0.5) -> None:
+    """End every tracked child; runs at interpreter exit so no simulator or debug server is orphaned."""
+    with _registry_lock:
+        tracked = list(_registry)
+    for child in tracked:
+        child.close(grace=grace)
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.02) -> bool:
+    """Poll `predicate` until true or `timeout` s pass; small helper for lifecycle waits."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+
+
+atexit.register(close_all)
