@@ -79,7 +79,7 @@ def _run_under_gdb(elf: Path, tmp_path: Path, commands: list[str]) -> tuple[int,
         if qemu.poll() is None:
             qemu.kill()
             qemu.wait()
-    return rc, console.read_text(encoding="utf-8"), gdb.stdout + gdb.stderr
+    return rc, console.read_bytes().decode("utf-8"), gdb.stdout + gdb.stderr
 
 
 def test_image_prints_lines_then_result_and_exits_zero(tmp_path: Path) -> None:

@@ -1,0 +1,55 @@
+/*
+ * Build-time knobs of the RT700 profiling firmware. Every one can be set from CMake
+ * (-DHIL_ITERATIONS=10 etc., see firmware/rt700/CMakeLists.txt) without editing the source.
+ */
+#ifndef HIL_CONFIG_H
+#define HIL_CONFIG_H
+
+/* How many times the method runs; each run adds one "Execute" block to the ETDump. */
+#ifndef HIL_ITERATIONS
+#define HIL_ITERATIONS 1
+#endif
+
+/* Which method of the program runs (0 is `forward` for a single-method export). */
+#ifndef HIL_METHOD_INDEX
+#define HIL_METHOD_INDEX 0
+#endif
+
+/* Method objects, planned buffers and input tensors (the "method_allocator" line). */
+#ifndef HIL_METHOD_POOL_SIZE
+#define HIL_METHOD_POOL_SIZE (512U * 1024U)
+#endif
+
+/* Kernel and delegate scratch memory (the "temp_allocator" line). */
+#ifndef HIL_TEMP_POOL_SIZE
+#define HIL_TEMP_POOL_SIZE (512U * 1024U)
+#endif
+
+/*
+ * ETDumpGen's static buffer. The default heap is 64 KiB and ETDumpGen needs well over
+ * 128 KiB when it allocates for itself, so it always gets this buffer instead.
+ */
+#ifndef HIL_ETDUMP_BUFFER_SIZE
+#define HIL_ETDUMP_BUFFER_SIZE (512U * 1024U)
+#endif
+
+/* Every byte of every tensor input is set to this value (0: all-zero inputs). */
+#ifndef HIL_INPUT_FILL_BYTE
+#define HIL_INPUT_FILL_BYTE 0x00
+#endif
+
+/*
+ * Optional linker sections for the big buffers, e.g. -DHIL_POOL_SECTION=".ncache" to put them
+ * in non-cacheable RAM. Empty: ordinary .bss.
+ */
+#ifdef HIL_POOL_SECTION
+#define HIL_IN_POOL_SECTION __attribute__((section(HIL_POOL_SECTION)))
+#else
+#define HIL_IN_POOL_SECTION
+#endif
+
+#if HIL_ITERATIONS < 1
+#error "HIL_ITERATIONS must be at least 1"
+#endif
+
+#endif /* HIL_CONFIG_H */

@@ -1,0 +1,101 @@
+"""Facts read from the target's console log (NXP example line format, FACTS.md section 5).
+
+The ETDump says how long each event took in ticks; only the console says at which clock the
+core ran, how much of each allocator the method used and how big the model is. The parser is
+line-based and tolerant: unknown lines are skipped, CR LF and LF both work, so a log captured
+from a USB virtual COM port and one from QEMU's socket parse the same.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+_NUM = r"(?:0x[0-9a-fA-F]+|\d+)"
+
+_CLOCK = re.compile(r"Core/NPU Frequency:\s*(\d+(?:\.\d+)?)\s*MHz", re.IGNORECASE)
+_INFERENCE = re.compile(r"Inference time:\s*(\d+(?:\.\d+)?)\s*us", re.IGNORECASE)
+_ALLOCATOR_USED = re.compile(
+    r"^\s*(?P<name>\w+?)_used:\s*Total\s+" + _NUM + r"\s*\((?P<total>\d+)\s*B\)\s*;\s*"
+    r"Used\s+" + _NUM + r"\s*\((?P<used>\d+)\s*B\)"
+)
+_ALLOCATOR_ADDR = re.compile(
+    r"^\s*(?P<name>\w+?)\s+Addr:\s*(?P<start>0x[0-9a-fA-F]+)\s*-\s*(?P<end>0x[0-9a-fA-F]+)"
+)
+_MODEL_SIZE = re.compile(r"Model Size:\s*" + _NUM + r"\s*\((\d+)\s*B\)")
+_RESULT = re.compile(r"Result buf:\s*(0x[0-9a-fA-F]+|\d+|\(nil\))\s*,\s*size:\s*(\d+)")
+_COMPLETE = re.compile(r"Program complete, exiting\.")
+_PLANNED = re.compile(r"Setting up planned buffer\s+(\d+),\s*size\s+(\d+)")
+
+
+@dataclass
+class AllocatorUsage:
+    """One allocator's use as printed by the firmware (`<name>_used: Total ...; Used ...`)."""
+
+    used: int
+    total: int
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass
+class ConsoleFacts:
+    """What one run's console told us; every field is None/empty when its line never came."""
+
+    clock_mhz: float | None = None
+    inference_times_us: list[float] = field(default_factory=list)
+    allocators: dict[str, AllocatorUsage] = field(default_factory=dict)
+    model_size: int | None = None
+    model_addr: int | None = None
+    planned_buffers: dict[int, int] = field(default_factory=dict)
+    result_buf: int | None = None
+    result_size: int | None = None
+    program_complete: bool = False
+    lines: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (without the raw lines, which live in serial.log)."""
+        data = asdict(self)
+        data.pop("lines")
+        data["planned_buffers"] = {str(k): v for k, v in self.planned_buffers.items()}
+        return data
+
+
+def _number(text: str) -> float:
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
+def parse_console(text: str) -> ConsoleFacts:
+    """Parse a whole console log; later lines of the same kind win (except inference times, all kept)."""
+    facts = ConsoleFacts()
+    facts.lines = [line.rstrip("\r") for line in text.replace("\r\n", "\n").split("\n")]
+    for line in facts.lines:
+        _parse_line(line, facts)
+    return facts
+
+
+def _parse_line(line: str, facts: ConsoleFacts) -> None:
+    if m := _CLOCK.search(line):
+        facts.clock_mhz = _number(m.group(1))
+    elif m := _INFERENCE.search(line):
+        facts.inference_times_us.append(_number(m.group(1)))
+    elif m := _ALLOCATOR_USED.search(line):
+        usage = facts.allocators.setdefault(m["name"], AllocatorUsage(0, 0))
+        usage.used, usage.total = int(m["used"]), int(m["total"])
+    elif (m := _ALLOCATOR_ADDR.search(line)) and m["name"].lower() == "model":
+        facts.model_addr = int(m["start"], 16)
+    elif m := _ALLOCATOR_ADDR.search(line):
+        usage = facts.allocators.setdefault(m["name"], AllocatorUsage(0, 0))
+        usage.start, usage.end = int(m["start"], 16), int(m["end"], 16)
+    elif m := _MODEL_SIZE.search(line):
+        facts.model_size = int(m.group(1))
+    elif m := _RESULT.search(line):
+        buf = m.group(1)
+        facts.result_buf = 0 if buf == "(nil)" else int(buf, 0)
+        facts.result_size = int(m.group(2))
+    elif m := _PLANNED.search(line):
+        facts.planned_buffers[int(m.group(1))] = int(m.group(2))
+    elif _COMPLETE.search(line):
+        facts.program_complete = True

@@ -1,0 +1,94 @@
+"""QEMU as a halted Cortex-M target: a GDB stub and a UART socket on loopback, nothing loaded yet.
+
+QEMU starts with `-S` and no `-kernel`: the ELF is put in by GDB's `-target-download` (the
+"flash" step, as on the real board), and the serial socket is opened before the CPU runs, so
+not one byte of the console is lost.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from hil.errors import TargetError, TimeoutExpired
+from hil.road.ports import LOOPBACK, free_tcp_port, wait_for_port
+from hil.road.process import ManagedProcess
+
+# Seconds QEMU gets to open its sockets.
+START_TIMEOUT_S = 10.0
+# A port picked by free_tcp_port can be taken by someone else before QEMU binds it: try again.
+START_ATTEMPTS = 3
+
+
+class QemuProcess:
+    """One QEMU system emulator, halted, with its GDB stub on `gdb_port` and UART0 on `serial_port`."""
+
+    def __init__(self, executable: str, machine: str, cpu: str | None, log_path: Path) -> None:
+        self.executable = executable
+        self.machine = machine
+        self.cpu = cpu
+        self.log_path = Path(log_path)
+        self.gdb_port = 0
+        self.serial_port = 0
+        self.process: ManagedProcess | None = None
+
+    def argv(self) -> list[str]:
+        """The command line for the current ports (shown in qemu.log)."""
+        argv = [
+            self.executable, "-machine", self.machine,
+            "-display", "none", "-monitor", "none",
+            "-serial", f"tcp:{LOOPBACK}:{self.serial_port},server=on,wait=off",
+            "-gdb", f"tcp:{LOOPBACK}:{self.gdb_port}",
+            "-semihosting-config", "enable=on,target=native",
+            "-S",
+        ]
+        if self.cpu:
+            argv[3:3] = ["-cpu", self.cpu]
+        return argv
+
+    def start(self, timeout: float = START_TIMEOUT_S) -> "QemuProcess":
+        """Start QEMU and wait until both its sockets accept connections."""
+        last_error: TargetError | None = None
+        for _attempt in range(START_ATTEMPTS):
+            self.gdb_port, self.serial_port = free_tcp_port(), free_tcp_port()
+            while self.serial_port == self.gdb_port:
+                self.serial_port = free_tcp_port()
+            self.process = ManagedProcess(self.argv(), "qemu", self.log_path).start()
+            try:
+                deadline = time.monotonic() + timeout
+                for port, what in ((self.gdb_port, "GDB stub"), (self.serial_port, "UART socket")):
+                    wait_for_port(port, deadline, what=f"QEMU {what}", alive=lambda: self.process.alive)
+                return self
+            except TimeoutExpired as exc:
+                status = self.process.close()
+                last_error = TimeoutExpired(f"{exc} (exit status {status}; log: {self.log_path})")
+                if not _port_clash(self.log_path):
+                    break
+        assert last_error is not None
+        raise last_error
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.alive
+
+    def exit_status(self, timeout: float = 5.0) -> int | None:
+        """QEMU's exit status (the image's semihosting exit code), waiting up to `timeout` s for it."""
+        if self.process is None:
+            return None
+        try:
+            return self.process.wait(timeout)
+        except TimeoutExpired:
+            return None
+
+    def close(self) -> int | None:
+        """Stop QEMU (if it has not exited) and return its exit status."""
+        return self.process.close() if self.process is not None else None
+
+
+def _port_clash(log_path: Path) -> bool:
+    """True when QEMU's log says a socket could not be bound (another process took the port)."""
+    try:
+        text = log_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "Address already in use" in text or "Failed to bind" in text

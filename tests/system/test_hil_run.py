@@ -1,0 +1,72 @@
+"""`hil run` end to end on the QEMU board: a model it has never seen, and the ways a run can fail."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from hil.config import load_board_config
+from hil.errors import TargetError
+from hil.pipeline import RunRequest, run_profile
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_hil_run_profiles_a_user_model_it_has_never_seen(run_cli, tmp_path):
+    model = tmp_path / "user_cnn.py"
+    shutil.copyfile(REPO / "tests" / "fixtures" / "small_cnn.py", model)
+    out = tmp_path / "run"
+    done = run_cli("run", "--board", "qemu", "--model", f"{model}:factory", "--out", str(out), "--iterations", "3")
+    assert done.returncode == 0, done.stderr
+    profile = json.loads((out / "profile.json").read_text())
+    assert profile["model"] and profile["iterations"] == 3
+    assert "Method::execute" in done.stdout
+    for name in ["model.pte", "etrecord.bin", "trace.etdump", "serial.log", "profile.json", "manifest.json"]:
+        assert (out / name).is_file(), name
+
+
+def test_a_breakpoint_that_does_not_exist_fails_fast_and_names_it(run_cli, qemu_board_file, tmp_path):
+    board = qemu_board_file(**{'breakpoint = "hil_etdump_ready"': 'breakpoint = "no_such_function"'})
+    out = tmp_path / "run"
+    start = time.monotonic()
+    done = run_cli(
+        "run", "--board-config", str(board), "--model", "cifar10", "--out", str(out),
+        "--timeout", "30", "--iterations", "1", "--no-delegate",
+    )
+    assert done.returncode != 0
+    assert time.monotonic() - start < 120
+    message = done.stderr
+    assert "no_such_function" in message and "qemu" in message
+    assert "Traceback" not in message
+    assert (out / "serial.log").is_file() and (out / "manifest.json").is_file()
+    assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+
+
+def test_firmware_that_never_reaches_the_breakpoint_fails_within_the_timeout(tmp_path):
+    board = load_board_config("qemu")
+    request = RunRequest(
+        model="cifar10", board=board, out_dir=tmp_path, iterations=1, timeout_s=20, delegate="none",
+        image_options={"call_ready": False},
+    )
+    start = time.monotonic()
+    with pytest.raises(TargetError) as failure:
+        run_profile(request)
+    assert time.monotonic() - start < 20 + 60  # the run's own timeout plus export and start-up
+    message = str(failure.value)
+    assert "hil_etdump_ready" in message and "qemu" in message
+    assert str(tmp_path / "serial.log") in message
+    assert "Inference time" in message or "Program complete" in message  # the console's last lines
+
+
+@pytest.mark.parametrize("size", [0, 0x7FFFFFF0])
+def test_an_impossible_result_size_is_refused(tmp_path, size):
+    request = RunRequest(
+        model="cifar10", board=load_board_config("qemu"), out_dir=tmp_path, iterations=1, timeout_s=30,
+        delegate="none", image_options={"result_size_override": size},
+    )
+    with pytest.raises(TargetError, match="size"):
+        run_profile(request)

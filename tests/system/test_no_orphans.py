@@ -1,0 +1,61 @@
+"""After a whole pytest session, passing and failing runs alike, no QEMU or GDB process it started is left."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TARGET_NAMES = ("qemu-system-arm", "gdb-multiarch")
+
+CHILD_TESTS = textwrap.dedent(
+    """
+    import pytest
+    from hil.errors import TargetError
+
+    def test_profile_passes(hil_profile):
+        assert hil_profile("cifar10", delegate="none", iterations=1).profile["events"]
+
+    def test_profile_fails_at_a_missing_breakpoint(hil_profile, hil_board):
+        broken = hil_board.with_overrides({"debug.breakpoint": "no_such_function"})
+        with pytest.raises(TargetError):
+            hil_profile("cifar10", delegate="none", iterations=1, board=broken)
+    """
+)
+
+
+def processes_tagged(tag: str) -> list[str]:
+    """Command lines of live processes whose environment carries `tag` (children inherit it)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes()
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if f"HIL_SESSION_TAG={tag}".encode() in environ:
+            found.append(cmdline)
+    return found
+
+
+def test_a_pytest_session_leaves_no_qemu_or_gdb_running(tmp_path):
+    (tmp_path / "test_child.py").write_text(CHILD_TESTS)
+    tag = uuid.uuid4().hex
+    artifacts = tmp_path / "artifacts"
+    env = {**os.environ, "HIL_SESSION_TAG": tag}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--board", "qemu",
+         "--hil-artifacts", str(artifacts), "--rootdir", str(tmp_path), str(tmp_path / "test_child.py")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "2 passed" in done.stdout
+    assert list(artifacts.rglob("qemu.log")), "the child session never started QEMU: nothing was checked"
+    left = [cmd for cmd in processes_tagged(tag) if any(name in cmd for name in TARGET_NAMES)]
+    assert left == [], f"processes left running after the session: {left}"
