@@ -90,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="check this machine for what a board needs")
     _add_board_options(doctor, required=False)
     doctor.set_defaults(func=_cmd_doctor)
+
+    from hil.regress.commands import add_regression_commands
+
+    add_regression_commands(sub)
     return parser
 
 

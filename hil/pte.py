@@ -7,8 +7,9 @@ the analysis uses it for the memory figures a board cannot print.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hil.errors import AnalysisError
 
@@ -27,7 +28,6 @@ class ProgramInfo:
     method: str
     instructions: list[Instruction]
     planned_buffer_sizes: list[int]
-    delegate_payload_sizes: dict[str, int] = field(default_factory=dict)
 
     @property
     def kernels(self) -> list[Instruction]:
@@ -38,17 +38,30 @@ class ProgramInfo:
         return [ins for ins in self.instructions if ins.kind == "delegate"]
 
 
-def read_program(pte: Path | bytes, method: str = "forward") -> ProgramInfo:
-    """Decode `pte` and describe `method`; a file that is not a program raises AnalysisError naming it."""
-    from executorch.exir._serialize._program import deserialize_pte_binary
-    from executorch.exir.schema import DelegateCall, KernelCall
+def load_program(pte: Path | bytes) -> tuple[Any, str, int]:
+    """The decoded Program, a name for error messages, and the file size.
 
-    data = pte if isinstance(pte, bytes) else Path(pte).read_bytes()
+    The flatbuffer file identifier ("ET..") is checked first: the deserializer turns garbage
+    into an empty Program instead of failing.
+    """
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
     where = "the given bytes" if isinstance(pte, bytes) else str(pte)
     try:
+        data = pte if isinstance(pte, bytes) else Path(pte).read_bytes()
+        if data[4:6] != b"ET":
+            raise ValueError(f"file identifier {data[4:8]!r} is not ET..")
         program = deserialize_pte_binary(data).program
     except Exception as exc:
-        raise AnalysisError(f"{where} is not an ExecuTorch program (.pte): {exc}") from exc
+        raise AnalysisError(f"{where} is not an ExecuTorch program (.pte): {type(exc).__name__}: {exc}") from exc
+    return program, where, len(data)
+
+
+def read_program(pte: Path | bytes, method: str = "forward") -> ProgramInfo:
+    """Decode `pte` and describe `method`; a file that is not a program raises AnalysisError naming it."""
+    from executorch.exir.schema import DelegateCall, KernelCall
+
+    program, where, _ = load_program(pte)
     plans = {plan.name: plan for plan in program.execution_plan}
     if method not in plans:
         raise AnalysisError(f"{where} has no method '{method}' (methods: {', '.join(plans)})")
@@ -61,10 +74,22 @@ def read_program(pte: Path | bytes, method: str = "forward") -> ProgramInfo:
             instructions.append(Instruction(instruction_id, "kernel", op.name))
         elif isinstance(args, DelegateCall):
             instructions.append(Instruction(instruction_id, "delegate", plan.delegates[args.delegate_index].id))
-    payloads = {}
-    for delegate in plan.delegates:
-        ref = delegate.processed
-        if int(ref.location) == 0 and ref.index < len(program.backend_delegate_data):
-            payloads[delegate.id] = payloads.get(delegate.id, 0) + len(program.backend_delegate_data[ref.index].data)
     sizes = [int(size) for size in (plan.non_const_buffer_sizes or [])[1:]]
-    return ProgramInfo(method, instructions, sizes, payloads)
+    return ProgramInfo(method, instructions, sizes)
+
+
+def pte_memory(pte_path: Path | str) -> dict[str, Any]:
+    """Planned-buffer sizes and delegate payload sizes per method: the memory a board cannot print."""
+    from executorch.exir.schema import DataLocation
+
+    program, _, file_bytes = load_program(Path(pte_path))
+    methods = {}
+    for plan in program.execution_plan:
+        delegates = []
+        for delegate in plan.delegates:
+            ref = delegate.processed
+            size = len(program.backend_delegate_data[ref.index].data) if ref.location == DataLocation.INLINE else None
+            delegates.append({"backend": delegate.id, "payload_bytes": size})
+        planned = list(plan.non_const_buffer_sizes[1:])  # index 0 is reserved for constants
+        methods[plan.name] = {"planned_buffers": planned, "planned_bytes": sum(planned), "delegates": delegates}
+    return {"file_bytes": file_bytes, "methods": methods}

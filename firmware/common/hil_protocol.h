@@ -44,7 +44,7 @@
 #define HIL_FMT_ERROR "HIL error: %s failed (error 0x%x)" HIL_EOL
 #define HIL_MSG_PROGRAM_FAILED "Program failed, exiting." HIL_EOL
 
-/* The names the debugger looks for (boards/*.toml: debug.breakpoint, debug.result_expr). */
+/* The names the debugger looks for (board files: debug.breakpoint, debug.result_expr). */
 #define HIL_BREAKPOINT_SYMBOL "hil_etdump_ready"
 #define HIL_RESULT_SYMBOL "hil_etdump_result"
 

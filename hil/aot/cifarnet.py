@@ -46,11 +46,12 @@ class CifarNet(nn.Module):
 def build(seed: int) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     """A CifarNet in eval mode with weights drawn from `seed`, and one seeded input in [-1, 1).
 
-    A private generator keeps the global RNG untouched, so loading a model never changes what a
-    caller's own random draws give.
+    The layers' default init draws from the global RNG, so it runs on a forked copy; our values come
+    from a private generator. Loading a model thus never changes a caller's own random draws.
     """
     gen = torch.Generator().manual_seed(seed)
-    model = CifarNet()
+    with torch.random.fork_rng(devices=[]):
+        model = CifarNet()
     with torch.no_grad():
         for layer in (model.conv1, model.conv2, model.conv3, model.fc):
             # Uniform in +-1/sqrt(fan_in), PyTorch's default bound, so activations stay in range.

@@ -1,1 +1,29 @@
 """Boards: one small class per kind of target, all behind the `Board` protocol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hil.boards.base import Board
+from hil.config import BoardConfig
+from hil.errors import BoardConfigError
+
+KINDS = ("qemu", "rt700")
+
+
+def open_board(cfg: BoardConfig, workdir: Path) -> Board:
+    """The board class for `cfg.kind`, constructed on `workdir` (where its logs go).
+
+    Imports are lazy: the QEMU flow must not need pyOCD, and the RT700 flow not QEMU.
+    """
+    if cfg.kind == "qemu":
+        from hil.boards.qemu import QemuBoard
+
+        return QemuBoard(cfg, Path(workdir))
+    if cfg.kind == "rt700":
+        from hil.boards.rt700 import Rt700Board
+
+        return Rt700Board(cfg, Path(workdir))
+    raise BoardConfigError(
+        f"board '{cfg.name}' ({cfg.source}): unknown kind '{cfg.kind}' (known: {', '.join(KINDS)})"
+    )

@@ -129,6 +129,10 @@ class ProbeLock:
         """Open the lock file and try to flock it; returns the fd when we own the file at `self.path`."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         try:
+            os.fchmod(fd, 0o666)  # despite the umask: the next CI job may run as another user
+        except PermissionError:
+            pass  # someone else's file; it is already shared or they must fix it
+        try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)

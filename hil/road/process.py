@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -178,15 +177,28 @@ def close_all(grace: float = 0.5) -> None:
         child.close(grace=grace)
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.02) -> bool:
-    """Poll `predicate` until true or `timeout` s pass; small helper for lifecycle waits."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval)
+def os_children(pid: int | None = None) -> list[tuple[int, str]]:
+    """(pid, command name) of every process whose parent is `pid` (default: this one), from /proc.
+
+    An independent check of the registry: it also sees children started some other way and
+    ones the registry lost track of. Zombies count (they are not reaped yet).
+    """
+    parent = os.getpid() if pid is None else pid
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
+                text = stat.read()
+        except OSError:
+            continue  # gone meanwhile
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split at the last ')'.
+        comm = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        if len(fields) > 1 and int(fields[1]) == parent:
+            found.append((int(entry), comm))
+    return found
 
 
 atexit.register(close_all)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from hil.errors import TargetError, TimeoutExpired
-from hil.road.ports import LOOPBACK, free_tcp_port, wait_for_port
+from hil.road.ports import LOOPBACK, free_tcp_port, wait_for_listen
 from hil.road.process import ManagedProcess
 
 # Seconds QEMU gets to open its sockets.
@@ -36,7 +36,7 @@ class QemuProcess:
         """The command line for the current ports (shown in qemu.log)."""
         argv = [
             self.executable, "-machine", self.machine,
-            "-display", "none", "-monitor", "none",
+            "-display", "none", "-monitor", "none", "-parallel", "none",
             "-serial", f"tcp:{LOOPBACK}:{self.serial_port},server=on,wait=off",
             "-gdb", f"tcp:{LOOPBACK}:{self.gdb_port}",
             "-semihosting-config", "enable=on,target=native",
@@ -57,7 +57,7 @@ class QemuProcess:
             try:
                 deadline = time.monotonic() + timeout
                 for port, what in ((self.gdb_port, "GDB stub"), (self.serial_port, "UART socket")):
-                    wait_for_port(port, deadline, what=f"QEMU {what}", alive=lambda: self.process.alive)
+                    wait_for_listen(port, deadline, what=f"QEMU {what}", alive=lambda: self.process.alive)
                 return self
             except TimeoutExpired as exc:
                 status = self.process.close()

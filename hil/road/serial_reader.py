@@ -31,7 +31,9 @@ class SerialReader:
     `reconnect=True` is for USB virtual COM ports that vanish while the board resets: when the
     port is lost the reader reopens the same URL every `reconnect_delay` s for up to
     `reconnect_timeout` s, writing a `[hil serial: ...]` marker line into the log (never into
-    `text`, so markers cannot satisfy or break an `expect`).
+    `text`, so markers cannot satisfy or break an `expect`). pyserial's open() discards input
+    that arrives while it opens, so bytes sent in that instant after a reconnect are lost;
+    the first open is safe because the target is still halted then.
     """
 
     def __init__(

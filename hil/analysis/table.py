@@ -1,0 +1,81 @@
+"""The profile as a plain-text table for a terminal or a CI log (fits in 100 columns).
+
+Shows the same numbers as profile.json, so a reader of the log and a reader of the
+file never disagree; nothing here recomputes a total.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_COLUMNS = (("event", 30), ("kind", 15), ("op types", 31), ("p50 us", 11), ("share", 7))
+_TOTAL_LABELS = (
+    ("method_execute", "Method::execute"),
+    ("npu_kernels", "NPU kernels"),
+    ("cpu_ops", "CPU operators"),
+    ("cpu_call_overhead", "CPU operator dispatch"),
+    ("delegate_calls", "delegate calls"),
+    ("delegate_overhead", "delegate overhead"),
+    ("profiling_dump", "profiling dump (not in other totals)"),
+    ("unattributed", "unattributed"),
+)
+
+
+def _short_op(op_type: str) -> str:
+    """`aten.convolution.default` -> `convolution`: the namespace and overload rarely matter here."""
+    parts = op_type.split(".")
+    return parts[1] if len(parts) >= 3 else op_type
+
+
+def _cell(text: str, width: int, right: bool = False) -> str:
+    if len(text) > width - 1:
+        text = text[: width - 2] + "~"
+    return text.rjust(width - 1) + " " if right else text.ljust(width)
+
+
+def _row(values: list[str]) -> str:
+    return "".join(
+        _cell(v, w, right=i >= 3) for i, (v, (_, w)) in enumerate(zip(values, _COLUMNS))
+    ).rstrip()
+
+
+def _pct(part: float | None, whole: float) -> str:
+    return "" if part is None or whole <= 0 else f"{100.0 * part / whole:.1f}%"
+
+
+def format_table(profile: dict[str, Any]) -> str:
+    """Render events (name, kind, op types, p50, share of Method::execute), then the totals."""
+    totals = profile.get("totals_us", {})
+    method = float(totals.get("method_execute") or 0.0)
+    sim = " (simulated)" if profile.get("simulated") else ""
+    lines = [
+        f"{profile.get('model')} on {profile.get('board')}{sim}: {profile.get('iterations')} iteration(s), "
+        f"times in {profile.get('time_unit', 'us')}",
+        _row([name for name, _ in _COLUMNS]),
+        _row(["-" * (w - 1) for _, w in _COLUMNS]),
+    ]
+    for event in profile.get("events", []):
+        indent = "  " if event.get("kind") in ("npu_kernel", "profiling_dump") else ""
+        ops = ",".join(dict.fromkeys(_short_op(t) for t in event.get("op_types", [])))
+        lines.append(_row([
+            indent + str(event.get("name")),
+            str(event.get("kind")),
+            ops,
+            f"{event.get('p50_us', 0.0):.3f}",
+            _pct(event.get("p50_us"), method),
+        ]))
+    lines.append("")
+    for key, label in _TOTAL_LABELS:
+        if key in totals:
+            lines.append(f"{label:<38}{totals[key]:>12.3f} us  {_pct(totals[key], method):>7}".rstrip())
+    fraction = profile.get("npu_fraction")
+    lines.append(f"{'NPU fraction':<38}{'n/a' if fraction is None else f'{fraction:.3f}':>12}")
+    fallback = profile.get("cpu_fallback_ops") or []
+    lines.append("CPU fallback ops: " + (", ".join(_short_op(t) for t in fallback) or "none"))
+    console = profile.get("console") or {}
+    if console.get("inference_times_us"):
+        times = ", ".join(f"{t:g}" for t in console["inference_times_us"])
+        lines.append(f"console inference time: {times} us")
+    for warning in profile.get("warnings", []):
+        lines.append(f"warning: {warning}")
+    return "\n".join(lines) + "\n"

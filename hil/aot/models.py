@@ -1,0 +1,183 @@
+"""Turn a model spec into an eval-mode module, seeded example inputs, and the files that define it.
+
+A spec is a built-in name (`list_builtin_models()`) or `path/to/file.py:factory`, where `factory()`
+returns `(nn.Module, example_inputs_tuple)`. Nothing is fetched from a hub (there is no network):
+built-ins get seeded random weights and inputs, so every run of the same spec is the same model.
+
+`resolve_spec` answers "which files define this model?" without importing torch, so the export
+cache can be checked in milliseconds; `load_model` does the heavy part.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import importlib.util
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from hil.errors import ModelError
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+# One seed for every built-in: weights and inputs only need to be fixed, not meaningful.
+BUILTIN_SEED = 20250601
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A model ready to export. `source_files` are the files whose bytes define it (cache key)."""
+
+    name: str
+    module: "nn.Module"
+    example_inputs: tuple["torch.Tensor", ...]
+    source_files: list[Path]
+
+
+@dataclass(frozen=True)
+class ResolvedSpec:
+    """What a spec names, found without importing the model: enough to build a cache key."""
+
+    name: str
+    source_files: list[Path]
+    builtin: bool
+    factory: str | None = None  # the factory's name, for user models
+
+
+@dataclass(frozen=True)
+class _Builtin:
+    module: str  # dotted module that defines the model, located without importing it
+    wrapper: str | None  # EagerModelBase subclass in `module`; None for our own builder
+
+
+_MLPERF = "executorch.examples.models.mlperf_tiny"
+_BUILTINS: dict[str, _Builtin] = {
+    "cifar10": _Builtin("hil.aot.cifarnet", None),
+    "resnet8": _Builtin(f"{_MLPERF}.resnet8", "ResNet8Model"),
+    "ds_cnn": _Builtin(f"{_MLPERF}.ds_cnn", "DSCNNKWSModel"),
+    "mobilenet_v1_025": _Builtin(f"{_MLPERF}.mobilenet_v1_025", "MobileNetV1025Model"),
+    "deep_autoencoder": _Builtin(f"{_MLPERF}.deep_autoencoder", "DeepAutoEncoderModel"),
+}
+
+
+def list_builtin_models() -> list[str]:
+    return sorted(_BUILTINS)
+
+
+def _module_file(dotted: str) -> Path:
+    """The .py file of `dotted`, found from its top-level package's folder.
+
+    `importlib.util.find_spec("a.b.c")` would import `a.b` first, and the MLPerf package's
+    `__init__` imports torch: walking the folders keeps cache look-ups fast.
+    """
+    top, *rest = dotted.split(".")
+    spec = importlib.util.find_spec(top)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(f"package '{top}' (needed for model module {dotted}) is not installed")
+    path = Path(list(spec.submodule_search_locations)[0]).joinpath(*rest).with_suffix(".py")
+    if not path.is_file():
+        raise ModelError(f"model module {dotted} not found at {path} (installed {top} differs?)")
+    return path
+
+
+def _safe_name(text: str) -> str:
+    """A name usable as a folder name in the cache and in artifact paths."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._") or "model"
+
+
+def resolve_spec(spec: str) -> ResolvedSpec:
+    """Name and source files of `spec`, or a ModelError saying what is wrong with it."""
+    if spec in _BUILTINS:
+        return ResolvedSpec(spec, [_module_file(_BUILTINS[spec].module)], builtin=True)
+    path_text, sep, factory = spec.rpartition(":")
+    if not sep or not path_text.endswith(".py") or not factory.isidentifier():
+        raise ModelError(
+            f"unknown model '{spec}': use a built-in ({', '.join(list_builtin_models())}) "
+            "or path/to/file.py:factory"
+        )
+    path = Path(path_text).expanduser().resolve()
+    if not path.is_file():
+        raise ModelError(f"model file {path} (from spec '{spec}') does not exist")
+    name = path.stem if factory == "factory" else f"{path.stem}-{factory}"
+    return ResolvedSpec(_safe_name(name), [path], builtin=False, factory=factory)
+
+
+def load_model(spec: str) -> ModelSource:
+    """Build the model `spec` names, in eval mode, with its example inputs."""
+    resolved = resolve_spec(spec)
+    if resolved.builtin:
+        module, inputs = _build_builtin(resolved.name)
+    else:
+        module, inputs = _call_factory(resolved.source_files[0], resolved.factory or "factory")
+    return ModelSource(resolved.name, module.eval(), inputs, list(resolved.source_files))
+
+
+def _build_builtin(name: str) -> tuple["nn.Module", tuple["torch.Tensor", ...]]:
+    import torch
+
+    entry = _BUILTINS[name]
+    if entry.wrapper is None:
+        from hil.aot import cifarnet
+
+        return cifarnet.build(BUILTIN_SEED)
+    wrapper_cls = getattr(importlib.import_module(entry.module), entry.wrapper)
+    # The MLPerf wrappers draw weights and inputs from the global RNG: seed a forked copy so the
+    # caller's random state is left as it was.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(BUILTIN_SEED)
+        wrapper = wrapper_cls()
+        module = wrapper.get_eager_model()
+        inputs = tuple(wrapper.get_example_inputs())
+    return module, inputs
+
+
+def _import_file(path: Path) -> Any:
+    """Execute a user's model file as a fresh module; its folder is importable meanwhile, so the
+    file may import its siblings."""
+    digest = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:12]
+    mod_name = f"hil_user_model_{_safe_name(path.stem).replace('.', '_')}_{digest}"
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise ModelError(f"model file {path} cannot be imported as Python")
+    module = importlib.util.module_from_spec(spec)
+    # Registered like a normal import: dataclasses and typing in the user's file look it up there.
+    sys.modules[mod_name] = module
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # any failure inside user code is the user's file at fault
+        sys.modules.pop(mod_name, None)
+        raise ModelError(f"importing model file {path} failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(str(path.parent))
+    return module
+
+
+def _call_factory(path: Path, factory: str) -> tuple["nn.Module", tuple["torch.Tensor", ...]]:
+    import torch
+    from torch import nn
+
+    module = _import_file(path)
+    func: Callable[[], Any] | None = getattr(module, factory, None)
+    if not callable(func):
+        raise ModelError(f"model file {path} has no callable '{factory}'")
+    try:
+        result = func()
+    except Exception as exc:
+        raise ModelError(f"{path}:{factory}() raised {type(exc).__name__}: {exc}") from exc
+    expected = f"{path}:{factory}() must return (nn.Module, tuple of example input tensors)"
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise ModelError(f"{expected}, got {type(result).__name__}")
+    model, inputs = result
+    if not isinstance(model, nn.Module):
+        raise ModelError(f"{expected}; first item is {type(model).__name__}")
+    if not isinstance(inputs, (tuple, list)) or not inputs or not all(isinstance(t, torch.Tensor) for t in inputs):
+        raise ModelError(f"{expected}; second item is {type(inputs).__name__}: {inputs!r:.80}")
+    return model, tuple(inputs)

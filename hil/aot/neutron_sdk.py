@@ -1,0 +1,130 @@
+"""The real NXP eIQ Neutron path: lower a model with profiling, as NXP's ``aot_neutron_compile --use_profiling``.
+
+Why it is small and guarded: it needs ``eiq_neutron_sdk`` (``eiq-neutron-sdk==3.2.0``, served only by
+NXP's eIQ package index), without which every ``executorch.backends.nxp`` import raises
+``RuntimeError: eIQ Neutron SDK not found`` (FACTS.md section 4).  Nothing here imports those modules
+at module load, so the harness runs without the SDK and says why the real path is off.
+
+``parse_neutron_map`` needs no SDK: it reads the ``Neutron to Edge map was created: {...}`` line the
+backend logs, so the map in a conversion log can be checked against the ETRecord.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import io
+import logging
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from hil.atomic import write_text
+from hil.errors import ModelError
+
+SDK_MODULE = "eiq_neutron_sdk"
+SDK_PIN = "eiq-neutron-sdk==3.2.0"
+TARGET = "imxrt700"
+_MAP_LINE = re.compile(r"Neutron to Edge map was created:\s*(\{.*\})\s*$", re.MULTILINE)
+
+
+@lru_cache(maxsize=1)
+def _probe() -> tuple[bool, str]:
+    """Import the SDK once; its absence is the normal case here, so it is a status, not an error."""
+    try:
+        sdk = importlib.import_module(SDK_MODULE)
+    except Exception as exc:  # ImportError, or the SDK's own failure while loading
+        return False, (f"eIQ Neutron SDK unavailable ({type(exc).__name__}: {exc}); install {SDK_PIN} "
+                       f"from NXP's eIQ package index to lower with the real Neutron backend")
+    version = getattr(sdk, "__version__", "unknown version")
+    return True, f"eIQ Neutron SDK {version} found at {getattr(sdk, '__file__', '?')}"
+
+
+def sdk_reason() -> str:
+    """One line saying whether the real Neutron path can run here, and why not."""
+    return _probe()[1]
+
+
+def sdk_available(*, report: bool = False) -> bool:
+    """True if ``eiq_neutron_sdk`` imports; with report=True also print the one-line reason."""
+    if report:
+        print(sdk_reason())
+    return _probe()[0]
+
+
+def parse_neutron_maps(log_text: str) -> list[dict[int, tuple[int, ...]]]:
+    """Every ``Neutron to Edge map was created`` map in a log, in order (one per delegated partition)."""
+    maps = []
+    for match in _MAP_LINE.finditer(log_text):
+        try:
+            raw = ast.literal_eval(match.group(1))
+        except (ValueError, SyntaxError) as exc:
+            raise ModelError(f"unreadable Neutron to Edge map {match.group(1)[:80]!r}: {exc}") from None
+        if not isinstance(raw, dict) or not all(
+            isinstance(k, int) and isinstance(v, tuple) and all(isinstance(h, int) for h in v) for k, v in raw.items()
+        ):
+            raise ModelError(f"Neutron to Edge map is not {{int: (int, ...)}}: {match.group(1)[:80]!r}")
+        maps.append(raw)
+    return maps
+
+
+def parse_neutron_map(log_text: str) -> dict[int, tuple[int, ...]]:
+    """The first map in the log (kernel index -> edge debug handles; the last, empty entry is the dump)."""
+    maps = parse_neutron_maps(log_text)
+    if not maps:
+        raise ModelError("no 'Neutron to Edge map was created: {...}' line in the conversion log "
+                         "(was the model converted with use_profiling=True?)")
+    return maps[0]
+
+
+def lower_with_neutron_sdk(module: Any, example_inputs: tuple, log_path: Path) -> Any:
+    """Quantize, then lower to the real Neutron backend with profiling; return the EdgeProgramManager.
+
+    Follows NXP's profiling guide: ``NeutronQuantizer`` + calibration on the example inputs,
+    ``generate_neutron_compile_spec("imxrt700", use_profiling=True)``, ``NeutronPartitioner``,
+    ``to_edge_transform_and_lower(..., generate_etrecord=True)``, then the QDQ cleanup pass.  The
+    conversion log (with the Neutron to Edge map) is written to `log_path`.  Lower with
+    ``to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))`` afterwards.
+    """
+    if not sdk_available():
+        raise ModelError(sdk_reason())
+    import torch
+    from executorch.backends.nxp.backend.neutron_target_spec import NeutronTargetSpec
+    from executorch.backends.nxp.edge_passes.neutron_edge_pass_manager import NeutronEdgePassManager
+    from executorch.backends.nxp.edge_passes.remove_additional_quantize_dequantize_nodes_pass import (
+        RemoveAdditionalQDQClustersPass,
+    )
+    from executorch.backends.nxp.neutron_partitioner import NeutronPartitioner
+    from executorch.backends.nxp.nxp_backend import core_aten_ops_exception_list, generate_neutron_compile_spec
+    from executorch.backends.nxp.quantizer.neutron_quantizer import NeutronQuantizer
+    from executorch.backends.nxp.quantizer.utils import calibrate_and_quantize
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+    buffer = io.StringIO()
+    handler = logging.StreamHandler(buffer)
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        target_spec = NeutronTargetSpec(target=TARGET)
+        exported = torch.export.export(module.eval(), example_inputs, strict=True)
+        quantized = calibrate_and_quantize(exported.module(), [example_inputs], NeutronQuantizer(target_spec))
+        partitioner = NeutronPartitioner(
+            generate_neutron_compile_spec(TARGET, use_profiling=True), target_spec,
+            post_quantization_state_dict=quantized.state_dict(),
+        )
+        edge = to_edge_transform_and_lower(
+            torch.export.export(quantized, example_inputs, strict=True),
+            transform_passes=NeutronEdgePassManager(), generate_etrecord=True, partitioner=[partitioner],
+            compile_config=EdgeCompileConfig(_core_aten_ops_exception_list=core_aten_ops_exception_list),
+        )
+        edge = edge.transform(NeutronEdgePassManager([RemoveAdditionalQDQClustersPass()]))
+    except Exception as exc:
+        raise ModelError(f"Neutron lowering failed: {exc}; conversion log: {log_path}") from exc
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+        write_text(Path(log_path), buffer.getvalue())
+    return edge

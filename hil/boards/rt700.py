@@ -1,0 +1,198 @@
+"""The lab bench: an i.MX RT700 EVK on its MCU-Link, driven through pyOCD and GDB/MI.
+
+The board composes the shared pieces in the order the bench needs:
+lock the probe (one board, one user) -> open the serial console (before anything resets the
+target, so no line is lost) -> pyOCD program + reset-and-halt -> `pyocd gdbserver` -> the same
+GDB/MI readout the QEMU board uses (hil/road/capture.py). Each step is timed into
+`RunCapture.steps_s`; `close()` undoes them in reverse on every path.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from pathlib import Path
+
+from hil.boards.base import RunCapture
+from hil.config import BoardConfig
+from hil.errors import HilError, TargetError
+from hil.options import OVERRIDES
+from hil.probe.gdbserver import PyocdGdbServer
+from hil.probe.lock import ProbeLock
+from hil.probe.pyocd_flash import FlashReport, ProbeSettings, flash_image, resolve_probe_id
+from hil.road.capture import RunContext, check_console_result, fetch_etdump, read_result, run_to_breakpoint
+from hil.road.gdbmi import GdbMiSession
+from hil.road.serial_reader import SerialReader
+
+LOG = logging.getLogger(__name__)
+
+# Command-line option (without "--") -> the board-file key it overrides. The table itself lives
+# once in hil/options.py (shared by the CLI and the pytest plugin); this is its RT700 view, e.g.
+# probe -> pyocd.probe_id, port -> serial.url, target, pack, gdb, breakpoint, result_expr, elf.
+RT700_OVERRIDES: dict[str, str] = {opt.flag.lstrip("-").replace("-", "_"): opt.key for opt in OVERRIDES}
+
+MCULINK_HWGREP = "hwgrep://1FC9:0143"
+DONE_LINE = "Program complete, exiting."
+
+
+def serial_url_for(cfg: BoardConfig, probe_id: str) -> str:
+    """The configured console URL, or the VCOM of exactly this probe (its USB serial number is the probe id)."""
+    url = str(cfg.get("serial.url", "") or "")
+    return url or f"{MCULINK_HWGREP} SER={probe_id}"
+
+
+class Rt700Board:
+    """Board protocol implementation for the RT700 lab bench (see the module docstring)."""
+
+    name = "rt700"
+
+    def __init__(self, cfg: BoardConfig, workdir: Path) -> None:
+        self.cfg = cfg
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.settings = ProbeSettings.from_config(cfg)  # bad target/pack settings fail here, not mid-run
+        self.serial_log = self.workdir / "serial.log"
+        self.steps_s: dict[str, float] = {}
+        self.notes: list[str] = []
+        self.probe_id: str | None = None
+        self.flash_report: FlashReport | None = None
+        self.image: Path | None = None
+        self._lock: ProbeLock | None = None
+        self._serial: SerialReader | None = None
+        self._gdbserver: PyocdGdbServer | None = None
+        self._gdb: GdbMiSession | None = None
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def _timed(self, step: str, start: float) -> None:
+        self.steps_s[step] = round(time.monotonic() - start, 6)
+
+    def _take_probe(self) -> None:
+        """Resolve the probe id and lock it; the lock is per probe, so two boards on one host run side by side."""
+        if self._lock is not None:
+            return
+        start = time.monotonic()
+        self.probe_id = resolve_probe_id(self.cfg)
+        # From here on every step (flash, gdbserver, console) uses exactly the probe we locked.
+        self.cfg = self.cfg.with_overrides({"pyocd.probe_id": self.probe_id})
+        lock = ProbeLock(self.probe_id, timeout=float(self.cfg.get("pyocd.lock_timeout_s", 600)))
+        lock.acquire()
+        self._lock = lock
+        if lock.takeover is not None:
+            self.notes.append(f"took over a stale lock on probe {self.probe_id} left by {lock.takeover.describe()}")
+        self._timed("lock_probe", start)
+
+    def _open_serial(self) -> None:
+        if self._serial is not None:
+            return
+        assert self.probe_id is not None
+        start = time.monotonic()
+        self._serial = SerialReader(
+            serial_url_for(self.cfg, self.probe_id),
+            self.serial_log,
+            baudrate=int(self.cfg.get("serial.baudrate", 115200)),
+            open_timeout=float(self.cfg.get("serial.open_timeout_s", 10)),
+            reconnect=True,
+            reconnect_timeout=float(self.cfg.get("serial.reconnect_timeout_s", 30)),
+            reconnect_delay=float(self.cfg.get("serial.reconnect_delay_s", 0.25)),
+            name=f"{self.name} console",
+        ).start()
+        self._timed("open_serial", start)
+
+    # -- Board protocol --------------------------------------------------------------------
+
+    def flash(self, image: Path) -> None:
+        """Lock, open the console, then program `image` and leave the core halted at reset."""
+        self._take_probe()
+        self._open_serial()
+        try:
+            report = flash_image(self.cfg, Path(image))
+        except HilError as exc:
+            self.flash_report = getattr(exc, "flash_report", None)
+            raise
+        self.flash_report = report
+        self.steps_s["flash"] = round(report.seconds, 6)
+        if report.retried:
+            self.notes.append(f"flash needed {report.attempts} attempts: {'; '.join(report.errors)}")
+        self.image = Path(image)
+
+    def run(self, timeout: float) -> RunCapture:
+        """Reset under GDB, run to the ETDump-ready breakpoint, dump the ETDump, let the firmware finish."""
+        if self.image is None or self._serial is None:
+            raise TargetError(f"board '{self.cfg.name}': run() before flash(): nothing is on the target")
+        deadline = time.monotonic() + timeout
+        serial = self._serial
+        try:
+            start = time.monotonic()
+            self._gdbserver = PyocdGdbServer(
+                probe_id=str(self.probe_id),
+                target=self.settings.target,
+                pack=self.settings.pack,
+                frequency_hz=self.settings.frequency_hz,
+                log_path=self.workdir / "gdbserver.log",
+            ).start(timeout=float(self.cfg.get("pyocd.gdbserver_timeout_s", 30)))
+            self._timed("start_gdbserver", start)
+
+            start = time.monotonic()
+            self._gdb = GdbMiSession(self.cfg.gdb, self.image, self.workdir / "gdb-mi.log", name=f"{self.name} gdb")
+            self._gdb.connect("127.0.0.1", self._gdbserver.port, timeout=self.settings.connect_timeout_s)
+            # pyOCD's monitor command; the halt keeps the firmware still until the breakpoint is set.
+            self._gdb.reset(monitor="reset halt")
+            self._timed("connect_gdb", start)
+
+            ctx = RunContext(self.cfg.name, self.cfg.breakpoint, serial, self._gdb.transcript_path)
+            start = time.monotonic()
+            run_to_breakpoint(self._gdb, ctx, max(1.0, deadline - time.monotonic()))
+            self._timed("run_to_breakpoint", start)
+
+            start = time.monotonic()
+            result = read_result(self._gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions)
+            etdump = fetch_etdump(self._gdb, ctx, result, self.workdir / "trace.etdump")
+            check_console_result(ctx, result)
+            self._timed("read_etdump", start)
+
+            start = time.monotonic()
+            self._gdb.command("-exec-continue")
+            try:
+                serial.expect(re.escape(DONE_LINE), timeout=max(1.0, min(30.0, deadline - time.monotonic())))
+            except TargetError as exc:
+                # The ETDump is already on disk; a firmware that never prints the last line is noted, not fatal.
+                self.notes.append(f"firmware did not print '{DONE_LINE}' after the dump: {exc}")
+            self._timed("finish", start)
+        finally:
+            # The debug server holds the probe's USB interface: give it back as soon as the run ends.
+            self._close_parts("_gdb", "_gdbserver")
+        return RunCapture(
+            serial_log=self.serial_log,
+            console=serial.text,
+            etdump=etdump,
+            result_addr=result.address,
+            steps_s=dict(self.steps_s),
+            exit_code=None,  # a bare-metal board has no exit status
+        )
+
+    def _close_parts(self, *attrs: str) -> None:
+        """Close the named parts in order, each even when an earlier one fails."""
+        errors: list[str] = []
+        for attr in attrs:
+            part = getattr(self, attr)
+            setattr(self, attr, None)
+            if part is None:
+                continue
+            try:
+                part.release() if isinstance(part, ProbeLock) else part.close()
+            except (HilError, OSError) as exc:
+                errors.append(f"{attr.strip('_')}: {exc}")
+        if errors:
+            LOG.warning("board '%s': errors while closing: %s", self.cfg.name, "; ".join(errors))
+
+    def close(self) -> None:
+        """gdb, gdbserver, console, lock, in that order; safe to call twice."""
+        self._close_parts("_gdb", "_gdbserver", "_serial", "_lock")
+
+    def __enter__(self) -> "Rt700Board":
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

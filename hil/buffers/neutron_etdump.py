@@ -1,0 +1,279 @@
+"""Synthesize the ETDump an RT700 would write for a program delegated to the *simulated* Neutron backend.
+
+Why: the QEMU road must carry an ETDump that the Inspector decodes exactly like a board's, yet nothing
+can run a ``NeutronSimBackend`` program.  So we walk the program's own instruction list (from the
+.pte) and write the events the runtime would post, with times from ``hil.buffers.cost_model``:
+
+* block "Default": ``Method::init`` inside ``Program::load_method`` (chain -1, instruction 0);
+* one block "Execute" per iteration, in the order the runtime *ends* events:
+  per CPU instruction ``native_call_<op>.<overload>`` then ``OPERATOR_CALL`` (chain 0, instruction_id =
+  index in the chain, names as the host runtime writes them); per delegate instruction the Neutron
+  events (``delegate_debug_id_int`` = kernel index, 1-byte metadata, no name), produced from simulated
+  16-byte profile records by the port of NeutronBackend.cpp (``neutron_records``), then ``DELEGATE_CALL``;
+  last ``Method::execute`` (chain -1, instruction 0).
+
+Times are PAL ticks = board clock cycles at ``clock_mhz``.  The simulated Neutron timer shares that
+time base (same clock on the RT700), so kernel events nest inside their ``DELEGATE_CALL``.  The last
+delegate event (the profiling dump) does not: its end adds the whole ``neutronRunBlocking`` duration
+to a Neutron timestamp, as the runtime does (see ``neutron_records``).
+
+The bytes are made by the bundled ``flatc --binary --size-prefixed`` from the
+``executorch.devtools.etdump.schema_flatcc`` dataclasses: the layout a runtime writes, which the
+Inspector requires (it rejects a buffer without the size prefix).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.resources
+import json
+import math
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from executorch.devtools.etdump import schema_flatcc as fb
+from executorch.exir import schema
+from executorch.exir._serialize._program import deserialize_pte_binary
+
+from hil.aot.neutron_sim import BACKEND_ID, parse_payload
+from hil.buffers import cost_model as cm
+from hil.buffers.neutron_records import KernelSlot, U32_MASK, events_from_records, layout_delegate_call
+from hil.errors import AnalysisError, ModelError
+
+SIMULATION_FORMAT = "et-hil/neutron-sim-simulation/1"
+BOOT_MS = 20
+"""Simulated time from reset to load_method, so timestamps do not start at 0."""
+FLATC_TIMEOUT_S = 60
+
+
+def _numel(value: Any) -> int:
+    return math.prod(value.sizes) if isinstance(value, schema.Tensor) else 0
+
+
+def _cpu_op_size(plan: schema.ExecutionPlan, call: schema.KernelCall, base: str) -> cm.OpSize:
+    """Sizes of a CPU operator from its argument values (out variants: the output is the last tensor)."""
+    vals = [plan.values[i].val for i in call.args]
+    tensors = [v for v in vals if isinstance(v, schema.Tensor)]
+    out = _numel(tensors[-1]) if tensors else 0
+    if base == "convolution" and len(tensors) >= 2:
+        return cm.OpSize(macs=out * math.prod(tensors[1].sizes[1:]), elements=out)
+    if base in ("addmm", "mm", "bmm") and len(tensors) >= 2:
+        lhs = tensors[1] if base == "addmm" else tensors[0]
+        return cm.OpSize(macs=out * lhs.sizes[-1], elements=out)
+    return cm.OpSize(elements=max([out] + [_numel(t) for t in tensors[:1]]))
+
+
+def _load_plan(pte: Path | str | bytes) -> tuple[schema.Program, schema.ExecutionPlan, str]:
+    """The 'forward' plan of a .pte (segments are folded back in by deserialize_pte_binary)."""
+    where = "<bytes>" if isinstance(pte, bytes) else str(pte)
+    try:
+        data = pte if isinstance(pte, bytes) else Path(pte).read_bytes()
+        program = deserialize_pte_binary(data).program
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise ModelError(f"cannot read ExecuTorch program {where}: {exc}") from exc
+    plans = {p.name: p for p in program.execution_plan}
+    plan = plans.get("forward") or program.execution_plan[0]
+    return program, plan, where
+
+
+def _steps(program: schema.Program, plan: schema.ExecutionPlan, where: str) -> list[dict]:
+    """One entry per profiled instruction: CPU op (name, size) or Neutron delegate (payload kernels)."""
+    steps: list[dict] = []
+    for chain_index, chain in enumerate(plan.chains):
+        for instr_id, instr in enumerate(chain.instructions):
+            args = instr.instr_args
+            if isinstance(args, schema.KernelCall):
+                op = plan.operators[args.op_index]
+                base = op.name.split("::")[-1]
+                steps.append({"kind": "cpu", "chain": chain_index, "instruction_id": instr_id,
+                              "name": f"native_call_{base}.{op.overload}", "op": f"{op.name}.{op.overload}",
+                              "base": base, "size": _cpu_op_size(plan, args, base)})
+            elif isinstance(args, schema.DelegateCall):
+                delegate = plan.delegates[args.delegate_index]
+                if delegate.id != BACKEND_ID:
+                    raise ModelError(f"{where}: instruction {instr_id} calls backend {delegate.id!r}; only "
+                                     f"{BACKEND_ID} programs can be simulated (run others on a board)")
+                if delegate.processed.location != schema.DataLocation.INLINE:
+                    raise ModelError(f"{where}: delegate {args.delegate_index} payload is not inline")
+                try:
+                    payload = parse_payload(program.backend_delegate_data[delegate.processed.index].data)
+                except ValueError as exc:
+                    raise ModelError(f"{where}: delegate at instruction {instr_id}: {exc}") from None
+                steps.append({"kind": "neutron", "chain": chain_index, "instruction_id": instr_id,
+                              "kernels": payload["kernels"]})
+    return steps
+
+
+def _check_etrecord(etrecord: Any, steps: list[dict], where: str) -> None:
+    """Refuse an ETRecord from another export: its delegate map must have kernels + 1 entries per call."""
+    from executorch.devtools.etrecord import ETRecord, parse_etrecord
+
+    record = etrecord if isinstance(etrecord, ETRecord) else parse_etrecord(str(etrecord))
+    delegate_map = (record._delegate_map or {}).get("forward", {})
+    for step in (s for s in steps if s["kind"] == "neutron"):
+        entry = delegate_map.get(step["instruction_id"]) or delegate_map.get(str(step["instruction_id"]))
+        want = len(step["kernels"]) + 1
+        got = len(entry.get("delegate_map") or {}) if entry else 0
+        if got != want:
+            raise AnalysisError(f"ETRecord {etrecord} does not match {where}: delegate at instruction "
+                                f"{step['instruction_id']} has {got} map entries, the program has {want - 1} kernels + dump")
+
+
+def _profile(name: str | None, start: int, end: int, *, chain: int, instr: int,
+             delegate_id: int = -1, metadata: bytes | None = None) -> fb.Event:
+    return fb.Event(profile_event=fb.ProfileEvent(
+        name=name, chain_index=chain, instruction_id=instr, delegate_debug_id_int=delegate_id,
+        delegate_debug_id_str=None, delegate_debug_metadata=metadata, start_time=start, end_time=end),
+        allocation_event=None, debug_event=None)
+
+
+class _Timeline:
+    """Walks the program once per iteration, advancing a PAL tick clock and collecting events."""
+
+    def __init__(self, steps: list[dict], model: cm.CostModel, start: int) -> None:
+        self.steps, self.model, self.t = steps, model, start
+        self.stats: dict[tuple[int, int], dict[str, list]] = {}
+
+    def _note(self, step: dict, key: str, value: int) -> None:
+        self.stats.setdefault((step["chain"], step["instruction_id"]), {}).setdefault(key, []).append(value)
+
+    def _cpu(self, step: dict, events: list[fb.Event]) -> None:
+        loc = {"chain": step["chain"], "instr": step["instruction_id"]}
+        op_start = self.t
+        native_start = op_start + self.model.fixed(cm.CPU_DISPATCH_ENTER_CYCLES)
+        native_end = native_start + self.model.cpu_op(step["base"], step["size"])
+        self.t = native_end + self.model.fixed(cm.CPU_DISPATCH_EXIT_CYCLES)
+        events += [_profile(step["name"], native_start, native_end, **loc),
+                   _profile("OPERATOR_CALL", op_start, self.t, **loc)]
+        self._note(step, "ticks", native_end - native_start)
+
+    def _neutron(self, step: dict, events: list[fb.Event]) -> None:
+        loc = {"chain": step["chain"], "instr": step["instruction_id"]}
+        call_start = self.t
+        pal_before = call_start + self.model.fixed(cm.CPU_DELEGATE_ENTER_CYCLES)
+        slots = [KernelSlot(k["function_code"], self.model.npu_compute(_size(k)), self.model.npu_fetch(_size(k)))
+                 for k in step["kernels"]]
+        records, last_stop = layout_delegate_call(
+            slots, pal_before + self.model.fixed(cm.CPU_DRIVER_LAUNCH_CYCLES),
+            setup_ticks=self.model.fixed(cm.NPU_GRAPH_SETUP_CYCLES), sync_ticks=self.model.fixed(cm.NPU_SYNC_CYCLES),
+            gap_ticks=cm.NPU_RECORD_GAP_CYCLES)
+        pal_after = last_stop + self.model.fixed(cm.NPU_DUMP_CYCLES_PER_RECORD * len(records))
+        self.t = pal_after + self.model.fixed(cm.CPU_DELEGATE_EXIT_CYCLES)
+        for ev in events_from_records(records, pal_before, pal_after):
+            events.append(_profile(None, ev.start_time, ev.end_time, delegate_id=ev.delegate_debug_id,
+                                   metadata=ev.metadata, **loc))
+            self._note(step, f"event_{ev.delegate_debug_id}", ev.end_time - ev.start_time)
+        for i, slot in enumerate(slots):
+            self._note(step, f"compute_{i}", slot.compute_ticks)
+            self._note(step, f"fetch_{i}", slot.fetch_ticks)
+        events.append(_profile("DELEGATE_CALL", call_start, self.t, **loc))
+        self._note(step, "ticks", self.t - call_start)
+        self._note(step, "records", len(records))
+
+    def iteration(self) -> tuple[fb.RunData, int]:
+        events: list[fb.Event] = []
+        method_start = self.t
+        self.t += self.model.fixed(cm.CPU_METHOD_ENTER_CYCLES)
+        for step in self.steps:
+            (self._cpu if step["kind"] == "cpu" else self._neutron)(step, events)
+            self.t += self.model.fixed(cm.CPU_INSTRUCTION_GAP_CYCLES)
+        self.t += self.model.fixed(cm.CPU_METHOD_EXIT_CYCLES)
+        events.append(_profile("Method::execute", method_start, self.t, chain=-1, instr=0))
+        duration = self.t - method_start
+        self.t += cm.CPU_ITERATION_GAP_CYCLES
+        return fb.RunData(name="Execute", bundled_input_index=-1, allocators=None, events=events), duration
+
+
+def _size(kernel: dict) -> cm.OpSize:
+    return cm.OpSize(macs=kernel.get("macs", 0), elements=kernel.get("elements", 0), weight_bytes=kernel.get("weight_bytes", 0))
+
+
+def _load_block(n_instructions: int, model: cm.CostModel, start: int) -> tuple[fb.RunData, int]:
+    """Program::load_method wrapping Method::init, as the runtime logs them before any Execute block."""
+    init_start = start + model.fixed(300)
+    init_end = init_start + model.fixed(cm.CPU_INIT_METHOD_CYCLES_PER_INSTRUCTION * max(1, n_instructions))
+    load_end = init_end + model.fixed(cm.CPU_LOAD_METHOD_CYCLES_PER_INSTRUCTION * max(1, n_instructions))
+    events = [_profile("Method::init", init_start, init_end, chain=-1, instr=0),
+              _profile("Program::load_method", start, load_end, chain=-1, instr=0)]
+    return fb.RunData(name="Default", bundled_input_index=-1, allocators=None, events=events), load_end
+
+
+def _json_ready(obj: Any) -> Any:
+    """Dataclasses -> JSON for flatc: drop unset (None) fields, bytes -> list of ubyte."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _json_ready(v) for f in dataclasses.fields(obj) if (v := getattr(obj, f.name)) is not None}
+    if isinstance(obj, (bytes, bytearray)):
+        return list(obj)
+    if isinstance(obj, list):
+        return [_json_ready(v) for v in obj]
+    return obj
+
+
+def serialize_etdump(etdump: fb.ETDumpFlatCC) -> bytes:
+    """Size-prefixed ETDump flatbuffer (the runtime layout) via the flatc bundled with ExecuTorch."""
+    flatc = Path(str(importlib.resources.files("executorch.data.bin").joinpath("flatc")))
+    with tempfile.TemporaryDirectory(prefix="hil-etdump-") as tmp:
+        d = Path(tmp)
+        for name in ("etdump_schema_flatcc.fbs", "scalar_type.fbs"):
+            (d / name).write_bytes(importlib.resources.files("executorch.devtools.etdump").joinpath(name).read_bytes())
+        (d / "etdump.json").write_text(json.dumps(_json_ready(etdump)))
+        cmd = [str(flatc), "--binary", "--size-prefixed", "-o", str(d), str(d / "etdump_schema_flatcc.fbs"), str(d / "etdump.json")]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FLATC_TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:
+            raise AnalysisError(f"flatc ({flatc}) took over {FLATC_TIMEOUT_S} s serializing the ETDump") from exc
+        if proc.returncode != 0:
+            raise AnalysisError(f"flatc ({flatc}) failed to serialize the ETDump: {proc.stderr.strip()}")
+        return (d / "etdump.etdp").read_bytes()
+
+
+def synthesize_neutron_etdump(
+    pte: Path | str | bytes, etrecord: Any = None, *, iterations: int = 1, clock_mhz: float = 324.0,
+    seed: int = 0, jitter: float = 0.0,
+) -> tuple[bytes, dict]:
+    """Return (size-prefixed ETDump bytes, simulation dict for simulation.json).
+
+    `etrecord` (path or ETRecord) is optional; when given it must belong to `pte` (AnalysisError otherwise).
+    Same arguments -> same bytes.  With jitter > 0 each iteration draws new costs from `seed`.
+    """
+    if iterations < 1:
+        raise ValueError(f"iterations must be >= 1, got {iterations}")
+    program, plan, where = _load_plan(pte)
+    steps = _steps(program, plan, where)
+    if etrecord is not None:
+        _check_etrecord(etrecord, steps, where)
+    model = cm.CostModel(seed=seed, jitter=jitter)
+    load_block, t = _load_block(sum(len(c.instructions) for c in plan.chains), model, int(clock_mhz * 1000 * BOOT_MS))
+    timeline = _Timeline(steps, model, t + cm.CPU_ITERATION_GAP_CYCLES)
+    runs, durations = [load_block], []
+    for _ in range(iterations):
+        run, duration = timeline.iteration()
+        runs.append(run)
+        durations.append(duration)
+    if timeline.t > U32_MASK:
+        raise ValueError(f"{iterations} iterations exceed the 32-bit Neutron timer ({timeline.t} ticks); use fewer")
+    etdump = serialize_etdump(fb.ETDumpFlatCC(version=0, run_data=runs))
+    return etdump, _simulation(steps, timeline.stats, durations, clock_mhz=clock_mhz, seed=seed,
+                               jitter=jitter, iterations=iterations)
+
+
+def _simulation(steps: list[dict], stats: dict, durations: list[int], **params: Any) -> dict:
+    """What simulation.json holds: per kernel and per CPU op the ticks of every iteration."""
+    cpu_ops, delegates = [], []
+    for step in steps:
+        st = stats[(step["chain"], step["instruction_id"])]
+        if step["kind"] == "cpu":
+            cpu_ops.append({"instruction_id": step["instruction_id"], "name": step["name"], "op": step["op"],
+                            "macs": step["size"].macs, "elements": step["size"].elements, "ticks": st["ticks"]})
+            continue
+        kernels = [{**k, "ticks": st[f"event_{k['index']}"], "compute_ticks": st[f"compute_{i}"],
+                    "fetch_ticks": st[f"fetch_{i}"]} for i, k in enumerate(step["kernels"])]
+        n = len(kernels)
+        delegates.append({"instruction_id": step["instruction_id"], "backend": BACKEND_ID, "kernels": kernels,
+                          "profiling_dump": {"index": n, "function_code": 0, "ticks": st[f"event_{n}"]},
+                          "delegate_call_ticks": st["ticks"], "records_per_call": st["records"][0]})
+    return {"format": SIMULATION_FORMAT, "simulated": True, "backend": BACKEND_ID, **params,
+            "time_unit": "ticks = board clock cycles at clock_mhz", "method_execute_ticks": durations,
+            "delegates": delegates, "cpu_ops": cpu_ops, "cost_model": cm.constants()}

@@ -1,0 +1,241 @@
+"""`hil doctor`: what this machine has and lacks for a board, each missing piece with its fix.
+
+A lab bench fails in dull ways (no device pack, probe unplugged, wrong VCOM, SDK path unset)
+that otherwise surface minutes into a run as a cryptic error. The doctor runs every check
+in its own daemon thread with a timeout, all at once, so it answers in seconds and never
+hangs on a wedged USB device; it prints one line per check and returns non-zero naming each
+missing piece.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, TextIO
+
+from hil.config import BoardConfig
+
+# Seconds one check may take, and the whole doctor (well under the 30 s promised to users).
+CHECK_TIMEOUT_S = 8.0
+TOTAL_TIMEOUT_S = 20.0
+
+MCULINK_VID, MCULINK_PID = 0x1FC9, 0x0143
+README_LAB = 'README, section "Lab bench"'
+
+
+@dataclass
+class Check:
+    """One line of the report. `required=False` marks a missing piece that fails nothing."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    required: bool = True
+
+    def line(self) -> str:
+        state = "ok" if self.ok else ("MISSING" if self.required else "note")
+        text = f"  {state:<8} {self.name}: {self.detail}"
+        if not self.ok and self.fix:
+            text += f"\n           fix: {self.fix}"
+        return text
+
+
+def _version_of(command: list[str]) -> str:
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S - 1, check=False)
+    first = (proc.stdout or proc.stderr).strip().splitlines()
+    return first[0] if first else f"exit status {proc.returncode}"
+
+
+def _tool(name: str, executable: str, fix: str, extra_dirs: list[Path] = ()) -> Check:
+    path = shutil.which(executable) or next(
+        (str(d / executable) for d in extra_dirs if (d / executable).is_file()), None
+    )
+    if path is None:
+        return Check(name, False, f"'{executable}' not found on PATH", fix)
+    return Check(name, True, f"{path} ({_version_of([path, '--version'])})")
+
+
+def check_gdb(cfg: BoardConfig | None) -> Check:
+    gdb = cfg.gdb if cfg else "gdb-multiarch"
+    return _tool("GDB", gdb, "apt-get install gdb-multiarch (or set [debug].gdb / --gdb)")
+
+
+def check_pyocd(_cfg: BoardConfig | None) -> Check:
+    """Import pyOCD and every part the later checks use, once, before they run in parallel.
+
+    Two threads importing pyOCD's modules at the same time hit its circular imports
+    (`_DeadlockError`, seen here), so the import is its own first phase.
+    """
+    try:
+        import pyocd
+        import pyocd.target.pack.pack_target  # noqa: F401  (target_support)
+        from hil.probe.pyocd_flash import _pyocd_api
+
+        _pyocd_api()
+    except ImportError as exc:
+        return Check("pyOCD", False, f"cannot import pyocd ({exc})", "pip install pyocd==0.46.0")
+    return Check("pyOCD", True, f"pyocd {pyocd.__version__} ({Path(pyocd.__file__).parent})")
+
+
+def check_target(cfg: BoardConfig) -> Check:
+    from hil.probe.pyocd_flash import ProbeSettings, target_support
+
+    target = str(cfg.get("pyocd.target", ""))
+    name = f"pyOCD target {target or '(none)'}"
+    fix = f"pyocd pack install {target}  (needs the network), or set [pyocd].pack / --pack PATH.pack ({README_LAB})"
+    try:
+        settings = ProbeSettings.from_config(cfg)
+        where = target_support(settings.target, settings.pack)
+    except Exception as exc:  # a bad pack path or an unreadable pack is itself the finding
+        return Check(name, False, f"{type(exc).__name__}: {exc}", fix)
+    if where is None:
+        return Check(name, False, "unknown to pyOCD (no built-in target, no installed pack defines it)", fix)
+    return Check(name, True, f"known ({where})")
+
+
+def check_probes(cfg: BoardConfig | None) -> Check:
+    from hil.probe.pyocd_flash import list_probes
+
+    probes = list_probes()
+    if cfg is None and not probes:  # a general check-up: no probe is a fact, not a fault
+        return Check("debug probes", False, "none connected", required=False)
+    wanted = str(cfg.get("pyocd.probe_id", "") or "") if cfg else ""
+    listing = ", ".join(str(p) for p in probes)
+    fix = f"connect the EVK's MCU-Link USB port; pick one with [pyocd].probe_id or --probe ({README_LAB})"
+    if not probes:
+        return Check("debug probes", False, "none connected (pyOCD sees no CMSIS-DAP/J-Link/ST-Link probe)", fix)
+    if wanted and not any(p.unique_id.lower() == wanted.lower() for p in probes):
+        return Check("debug probes", False, f"probe '{wanted}' not connected; connected: {listing}", fix)
+    if not wanted and len(probes) > 1:
+        return Check("debug probes", False, f"{len(probes)} connected and no probe id set: {listing}", fix)
+    return Check("debug probes", True, listing)
+
+
+def check_serial(cfg: BoardConfig) -> Check:
+    from serial.tools import list_ports
+
+    url = str(cfg.get("serial.url", "") or "")
+    ports = [p for p in list_ports.comports() if p.vid == MCULINK_VID and p.pid == MCULINK_PID]
+    name = f"MCU-Link VCOM ({MCULINK_VID:04X}:{MCULINK_PID:04X})"
+    found = ", ".join(f"{p.device} (SER={p.serial_number})" for p in ports)
+    if url and not url.startswith("hwgrep://"):
+        ok = "://" in url or Path(url).exists()
+        return Check(f"serial port {url}", ok, "configured" + (f"; MCU-Link ports: {found}" if found else ""),
+                     "check [serial].url / --port")
+    if not ports:
+        return Check(name, False, "no serial port with that USB VID:PID",
+                     f"connect the MCU-Link; or set [serial].url / --port ({README_LAB})")
+    return Check(name, True, found)
+
+
+def check_neutron_sdk(cfg: BoardConfig | None) -> Check:
+    spec = importlib.util.find_spec("eiq_neutron_sdk")
+    fix = "pip install eiq-neutron-sdk==3.2.0 from NXP's eIQ package index (not on PyPI)"
+    if spec is None:
+        return Check("eiq_neutron_sdk", False, "not importable (real Neutron AOT unavailable; neutron-sim still works)",
+                     fix, required=cfg is not None and cfg.kind == "rt700")
+    return Check("eiq_neutron_sdk", True, str(spec.origin))
+
+
+PATH_CHECKS: list[tuple[str, str, Callable[[Path], str | None]]] = [
+    ("MCUX_SDK", "MCUXpresso SDK 26.06 (west init -m ... for mimxrt700evk)", lambda p: None),
+    ("EXECUTORCH_ROOT", "ExecuTorch source tree",
+     lambda p: None if (p / "CMakeLists.txt").is_file() else "no CMakeLists.txt there"),
+    ("NEUTRON_LIB_DIR", "eiq_neutron_sdk/target/imxrt700/rt700/cm33",
+     lambda p: next((f"no {lib} there" for lib in ("libNeutronDriver.a", "libNeutronFirmware.a")
+                     if not (p / lib).is_file()), None)),
+    ("ARMGCC_DIR", "Arm GNU toolchain root (holds bin/arm-none-eabi-gcc)",
+     lambda p: None if (p / "bin" / "arm-none-eabi-gcc").is_file() else "no bin/arm-none-eabi-gcc there"),
+]
+
+
+def _path_check(cfg: BoardConfig | None, env: str, what: str, validate: Callable[[Path], str | None]) -> Check:
+    value = os.environ.get(env) or (str(cfg.get(f"paths.{env.lower()}", "") or "") if cfg else "")
+    fix = f"export {env}=... or set [paths].{env.lower()} in the board file ({what}; {README_LAB})"
+    if not value:
+        return Check(env, False, "not set", fix)
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        return Check(env, False, f"{path} is not a folder", fix)
+    problem = validate(path)
+    return Check(env, problem is None, f"{path}" + (f": {problem}" if problem else ""), fix)
+
+
+def check_armgcc(cfg: BoardConfig | None) -> Check:
+    root = os.environ.get("ARMGCC_DIR") or (str(cfg.get("paths.armgcc_dir", "") or "") if cfg else "")
+    extra = [Path(root) / "bin"] if root else []
+    return _tool("arm-none-eabi-gcc", "arm-none-eabi-gcc",
+                 "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi, or set ARMGCC_DIR", extra)
+
+
+def check_qemu(cfg: BoardConfig) -> Check:
+    return _tool("QEMU", str(cfg.get("qemu.executable", "qemu-system-arm")), "apt-get install qemu-system-arm")
+
+
+def _checks_for(cfg: BoardConfig | None) -> list[tuple[str, Callable[[], Check]]]:
+    """The checks that run in parallel after the pyOCD import (see check_pyocd)."""
+    checks: list[tuple[str, Callable[[], Check]]] = [
+        ("GDB", lambda: check_gdb(cfg)),
+        ("arm-none-eabi-gcc", lambda: check_armgcc(cfg)),
+    ]
+    if cfg is not None and cfg.kind == "qemu":
+        checks.append(("QEMU", lambda: check_qemu(cfg)))
+    if cfg is None or cfg.kind == "rt700":
+        checks.append(("debug probes", lambda: check_probes(cfg)))
+        checks.append(("eiq_neutron_sdk", lambda: check_neutron_sdk(cfg)))
+    if cfg is not None and cfg.kind == "rt700":
+        checks.insert(1, ("pyOCD target", lambda: check_target(cfg)))
+        checks.append(("serial port", lambda: check_serial(cfg)))
+        checks += [(env, (lambda e=env, w=what, v=val: _path_check(cfg, e, w, v))) for env, what, val in PATH_CHECKS]
+    return checks
+
+
+def _run_all(checks: list[tuple[str, Callable[[], Check]]], budget: float) -> list[Check]:
+    """Run every check in a daemon thread; a check still running at its deadline is reported as timed out."""
+    results: list[Check | None] = [None] * len(checks)
+
+    def runner(i: int, name: str, fn: Callable[[], Check]) -> None:
+        try:
+            results[i] = fn()
+        except Exception as exc:
+            results[i] = Check(name, False, f"check failed: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=runner, args=(i, n, f), name=f"doctor: {n}", daemon=True)
+               for i, (n, f) in enumerate(checks)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + min(budget, CHECK_TIMEOUT_S)
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return [r if r is not None else Check(name, False, f"no answer within {CHECK_TIMEOUT_S:g} s (hung?)")
+            for (name, _), r in zip(checks, results)]
+
+
+def run_doctor(cfg: BoardConfig | None, *, out: TextIO = sys.stdout) -> int:
+    """Print the checks for `cfg` (or the board-independent ones for None); 0 when nothing required is missing."""
+    start = time.monotonic()
+    board = f"board '{cfg.name}' ({cfg.source})" if cfg else "no board (general checks)"
+    print(f"hil doctor: {board}", file=out)
+    results = _run_all([("pyOCD", lambda: check_pyocd(cfg))], TOTAL_TIMEOUT_S)
+    if results[0].ok:
+        checks = _checks_for(cfg)
+    else:  # without pyOCD the probe and target checks can only repeat the import error
+        checks = [c for c in _checks_for(cfg) if c[0] not in ("pyOCD target", "debug probes")]
+    results += _run_all(checks, TOTAL_TIMEOUT_S - (time.monotonic() - start))
+    for check in results:
+        print(check.line(), file=out)
+    missing = [c.name for c in results if not c.ok and c.required]
+    took = time.monotonic() - start
+    if missing:
+        print(f"hil doctor: MISSING {', '.join(missing)} ({took:.1f} s)", file=out)
+        return 1
+    print(f"hil doctor: all checks passed ({took:.1f} s)", file=out)
+    return 0

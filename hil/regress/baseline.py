@@ -1,0 +1,73 @@
+"""Baselines: a profile frozen with its provenance, one JSON file per model.
+
+`--hil-baseline PATH` takes a folder (`PATH/<model>.json`, so a nightly keeps one folder per board,
+e.g. `baselines/qemu/`) or one file (a single-model suite). A baseline carries where it came from
+(git commit, date, board, model, versions, firmware and model hashes) so a surprising comparison
+can be traced to the run that set the bar.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from hil import atomic
+from hil.errors import AnalysisError
+from hil.regress.runs import BASELINE_SCHEMA, LoadedRun, load_run
+from hil.regress.stats import add_statistics
+
+
+def baseline_name(model: str) -> str:
+    """File-system-safe name of a model's baseline file (`path/net.py:factory` -> `factory`)."""
+    base = model.split(":")[-1] if ":" in model else model
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", base).strip("_") or "model"
+
+
+def baseline_path(path: Path, model: str) -> Path:
+    """Where the baseline of `model` lives under `path` (a folder) or `path` itself (a .json file)."""
+    path = Path(path)
+    if path.suffix == ".json" and not path.is_dir():
+        return path
+    return path / f"{baseline_name(model)}.json"
+
+
+def provenance_of(run: LoadedRun) -> dict[str, Any]:
+    """Who made this run: read from its manifest.json, completed from the profile."""
+    manifest, profile = run.manifest, run.profile
+    files = manifest.get("files") or {}
+    return {
+        "source": str(run.source),
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "run_written_at": manifest.get("written_at"),
+        "git_commit": manifest.get("git_commit"),
+        "board": profile.get("board") or manifest.get("board"),
+        "model": profile.get("model") or manifest.get("model"),
+        "delegate": manifest.get("delegate"),
+        "iterations": profile.get("iterations"),
+        "warmup_iterations": profile.get("warmup_iterations", 0),
+        "versions": manifest.get("versions") or {},
+        "firmware_sha256": manifest.get("firmware_sha256"),
+        "model_sha256": (files.get("model.pte") or {}).get("sha256"),
+        **({"inherited": run.provenance} if run.provenance else {}),
+    }
+
+
+def write_baseline(run: LoadedRun, destination: Path) -> Path:
+    """Freeze `run` as the baseline of its model under `destination` (folder or .json file)."""
+    profile = add_statistics(dict(run.profile, events=[dict(e) for e in run.profile.get("events", [])]))
+    target = baseline_path(destination, str(profile.get("model") or "model"))
+    atomic.write_json(target, {"schema": BASELINE_SCHEMA, "provenance": provenance_of(run), "profile": profile})
+    return target
+
+
+def find_baseline(path: Path, model: str) -> LoadedRun | None:
+    """The baseline of `model` under `path`, or None when there is none yet (a new model)."""
+    path = Path(path)
+    if not path.exists():
+        raise AnalysisError(f"baseline {path}: no such file or folder (create it with `hil baseline update RUN --out {path}`)")
+    target = baseline_path(path, model)
+    if not target.is_file():
+        return None
+    return load_run(target)

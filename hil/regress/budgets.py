@@ -1,0 +1,165 @@
+"""Budgets: hard limits a run must meet, stated in one line or in a per-board file.
+
+In a test:   @pytest.mark.hil_budget(total_us=900, npu_fraction_min=0.6, ops={"aten.convolution.default": 200, "0": 50})
+In a file:   budgets/<board>.toml, one table per model:
+
+    [cifar10]
+    total_us = 900
+    npu_fraction_min = 0.6
+    memory_bytes = 120000
+    [cifar10.ops]
+    "aten.convolution.default" = 200   # every event of this op type, p50 <= 200 us
+    "0" = 50                           # NPU kernel "0"
+    "native_call_add.out" = 10         # an event by name
+
+A key in `ops` that matches no event is itself a failure: a typo must not pass silently. The
+marker wins over the file key by key. Measured values are p50s (the same numbers baselines use).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from hil.errors import BoardConfigError
+from hil.regress.identity import display_name, op_types_text
+from hil.regress.stats import event_spread
+
+BUDGET_KEYS = ("total_us", "npu_fraction_min", "ops", "memory_bytes", "memory")
+
+
+@dataclass
+class Budget:
+    """Limits for one model; None means "no limit"."""
+
+    total_us: float | None = None
+    npu_fraction_min: float | None = None
+    ops: dict[str, float] = field(default_factory=dict)
+    memory_bytes: int | None = None
+    memory: dict[str, float] = field(default_factory=dict)  # limits on single fields of profile["memory"]
+    source: str = "marker"
+
+    @property
+    def empty(self) -> bool:
+        return not any(getattr(self, f.name) for f in fields(self) if f.name != "source")
+
+
+@dataclass
+class Violation:
+    what: str
+    measured: float | None
+    limit: float
+    unit: str
+    detail: str = ""
+
+    def describe(self) -> str:
+        measured = "not measured" if self.measured is None else f"{self.measured:.6g} {self.unit}"
+        sense = "min" if self.what.endswith("(min)") else "max"
+        text = f"{self.what}: measured {measured}, limit ({sense}) {self.limit:.6g} {self.unit}"
+        return f"{text} [{self.detail}]" if self.detail else text
+
+
+def budget_from_mapping(values: dict[str, Any], source: str) -> Budget:
+    """Build a Budget from marker kwargs or a TOML table; unknown keys are an error naming `source`."""
+    unknown = sorted(set(values) - set(BUDGET_KEYS))
+    if unknown:
+        raise BoardConfigError(f"budget from {source}: unknown key(s) {unknown}; known: {list(BUDGET_KEYS)}")
+    def number(key: str) -> float | None:
+        value = values.get(key)
+        if value is not None and not isinstance(value, (int, float)):
+            raise BoardConfigError(f"budget from {source}: {key} must be a number, got {value!r}")
+        return value
+    ops, memory = dict(values.get("ops") or {}), dict(values.get("memory") or {})
+    for key, value in [*ops.items(), *memory.items()]:
+        if not isinstance(value, (int, float)):
+            raise BoardConfigError(f"budget from {source}: limit for {key!r} must be a number, got {value!r}")
+    mem = number("memory_bytes")
+    return Budget(number("total_us"), number("npu_fraction_min"), ops, None if mem is None else int(mem), memory, source)
+
+
+def load_file_budget(path: Path, model: str) -> Budget | None:
+    """The table for `model` in a budgets TOML file, or None when the file or the table is absent."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise BoardConfigError(f"budget file {path}: {exc}") from exc
+    table = data.get(model)
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise BoardConfigError(f"budget file {path}: [{model}] must be a table")
+    return budget_from_mapping(table, f"{path} [{model}]")
+
+
+def merge_budgets(base: Budget | None, override: Budget | None) -> Budget | None:
+    """`override` wins key by key (ops and memory limits merged), so a test can tighten one file limit."""
+    if base is None or override is None:
+        return override or base
+    return Budget(
+        override.total_us if override.total_us is not None else base.total_us,
+        override.npu_fraction_min if override.npu_fraction_min is not None else base.npu_fraction_min,
+        {**base.ops, **override.ops},
+        override.memory_bytes if override.memory_bytes is not None else base.memory_bytes,
+        {**base.memory, **override.memory},
+        f"{base.source} + {override.source}",
+    )
+
+
+def memory_footprint(memory: dict[str, Any]) -> int | None:
+    """RAM the method used: the allocators' `used` bytes, else the planned buffers' sizes."""
+    allocators = memory.get("allocators") or {}
+    used = [a.get("used") for a in allocators.values() if isinstance(a, dict) and a.get("used") is not None]
+    if used:
+        return int(sum(used))
+    planned = memory.get("planned_buffers") or {}
+    sizes = list(planned.values()) if isinstance(planned, dict) else list(planned)
+    return int(sum(sizes)) if sizes else None
+
+
+def _matches(event: dict[str, Any], key: str) -> bool:
+    by_name = key == event.get("name") and event.get("kind") != "profiling_dump"
+    return by_name or key in (event.get("op_types") or [])
+
+
+def check_budget(profile: dict[str, Any], budget: Budget) -> list[Violation]:
+    """Every limit of `budget` that `profile` breaks (empty when it meets them all)."""
+    found: list[Violation] = []
+    totals = profile.get("totals_us") or {}
+    total = totals.get("method_execute")
+    if budget.total_us is not None and (total is None or total > budget.total_us):
+        found.append(Violation("total latency (Method::execute p50)", total, budget.total_us, "us"))
+    fraction = profile.get("npu_fraction")
+    if budget.npu_fraction_min is not None and (fraction is None or fraction < budget.npu_fraction_min):
+        found.append(Violation("NPU fraction (min)", fraction, budget.npu_fraction_min, ""))
+    for key, limit in budget.ops.items():
+        matching = [e for e in profile.get("events", []) if _matches(e, key)]
+        if not matching:
+            found.append(Violation(f"op {key!r}", None, limit, "us", "no event has this name or op type"))
+        for event in matching:
+            p50 = event_spread(event)[0]
+            if p50 > limit:
+                detail = f"{event.get('kind')}, op types {op_types_text(event)}"
+                found.append(Violation(f"op {key!r}: {display_name(event)}", p50, limit, "us", detail))
+    memory = profile.get("memory") or {}
+    if budget.memory_bytes is not None:
+        used = memory_footprint(memory)
+        if used is None or used > budget.memory_bytes:
+            found.append(Violation("memory (allocators used)", used, budget.memory_bytes, "B"))
+    for key, limit in budget.memory.items():
+        value = memory.get(key)
+        if not isinstance(value, (int, float)) or value > limit:
+            found.append(Violation(f"memory {key!r}", value if isinstance(value, (int, float)) else None, limit, "B"))
+    return found
+
+
+def format_violations(violations: list[Violation], profile: dict[str, Any], budget: Budget, artifacts: Path | str | None) -> str:
+    """The failure message: each limit broken, measured against limit, and where the evidence is."""
+    head = f"budget exceeded for model '{profile.get('model')}' on board '{profile.get('board')}' (budget from {budget.source}):"
+    lines = [head, *(f"  - {v.describe()}" for v in violations)]
+    lines.append(f"  artifacts: {artifacts if artifacts is not None else '(unknown)'}")
+    return "\n".join(lines)

@@ -1,0 +1,95 @@
+"""CLI sub-commands of the regression side: `hil compare`, `hil baseline update`, `hil report`, `hil trace`.
+
+Each is a thin wrapper over one library call; errors are HilErrors, which `hil.cli.main` prints
+as one line and exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from hil.regress.compare import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from hil.regress.compare import comparison_to_dict, compare_profiles, format_comparison
+    from hil.regress.runs import load_run
+    from hil.regress.stats import drop_warmup
+
+    before, after = load_run(args.a), load_run(args.b)
+    comparison = compare_profiles(
+        drop_warmup(before.profile, args.warmup), drop_warmup(after.profile, args.warmup),
+        tolerance=args.tolerance, noise_k=args.noise_k, min_delta_us=args.min_delta_us,
+    )
+    if args.json:
+        print(json.dumps(comparison_to_dict(comparison), indent=2))
+    else:
+        print(f"A: {before.label}\nB: {after.label}")
+        print(format_comparison(comparison, limit=args.limit))
+    return 1 if comparison.has_regression else 0
+
+
+def _cmd_baseline_update(args: argparse.Namespace) -> int:
+    from hil.regress.baseline import write_baseline
+    from hil.regress.runs import load_run
+    from hil.regress.stats import drop_warmup
+
+    run = load_run(args.run)
+    run.profile = drop_warmup(run.profile, args.warmup)
+    path = write_baseline(run, args.out)
+    print(f"baseline of {run.profile.get('model')} on {run.profile.get('board')} written to {path}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from hil.report.html import write_report
+
+    path = write_report(args.db, args.out)
+    print(f"report written to {path}")
+    return 0
+
+
+def _cmd_trace(args: argparse.Namespace) -> int:
+    from hil.report.trace import write_trace_json
+
+    print(f"trace written to {write_trace_json(args.run)} (open it in ui.perfetto.dev or chrome://tracing)")
+    return 0
+
+
+def _add_judging_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tolerance", type=parse_tolerance, default=DEFAULT_TOLERANCE,
+                        help="relative slowdown allowed: 5, 5%% or 0.05 (default 5%%)")
+    parser.add_argument("--noise-k", type=float, default=DEFAULT_NOISE_K,
+                        help="sigmas of combined run noise a change must exceed (default 3)")
+    parser.add_argument("--min-delta-us", type=float, default=0.0, help="absolute change below which nothing is judged")
+    parser.add_argument("--warmup", type=int, default=0, help="drop the first W iterations of each run first")
+
+
+def add_regression_commands(sub: argparse._SubParsersAction) -> None:
+    """Register the regression sub-commands on the `hil` parser."""
+    compare = sub.add_parser("compare", help="compare two runs (folders or profile.json); exit 1 on regression")
+    compare.add_argument("a", type=Path, help="the reference run: folder, profile.json or baseline JSON")
+    compare.add_argument("b", type=Path, help="the run to judge")
+    _add_judging_options(compare)
+    compare.add_argument("--limit", type=int, default=10, help="rows of each table (default 10)")
+    compare.add_argument("--json", action="store_true", help="print every event's verdict as JSON")
+    compare.set_defaults(func=_cmd_compare)
+
+    baseline = sub.add_parser("baseline", help="manage baselines")
+    baseline_sub = baseline.add_subparsers(dest="baseline_command", required=True)
+    update = baseline_sub.add_parser("update", help="write a run as its model's baseline, with provenance")
+    update.add_argument("run", type=Path, help="run folder or profile.json")
+    update.add_argument("--out", type=Path, required=True, help="baseline folder (one <model>.json each) or a .json file")
+    update.add_argument("--warmup", type=int, default=0, help="drop the first W iterations first")
+    update.set_defaults(func=_cmd_baseline_update)
+
+    report = sub.add_parser("report", help="write the HTML report of a history database")
+    report.add_argument("db", type=Path, help="SQLite history written by pytest --hil-history")
+    report.add_argument("--out", type=Path, default=Path("report.html"), help="HTML file to write (default report.html)")
+    report.set_defaults(func=_cmd_report)
+
+    trace = sub.add_parser("trace", help="write trace.json (Chrome/Perfetto) into a run folder")
+    trace.add_argument("run", type=Path, help="run folder with profile.json (and serial.log)")
+    trace.set_defaults(func=_cmd_trace)

@@ -1,0 +1,188 @@
+"""History: every run appended to one SQLite file, so a report can draw the nightly trend.
+
+Several pytest sessions (two boards on one bench, CI shards) may append at once. SQLite handles
+that when every writer uses WAL mode, a busy timeout, and one short `BEGIN IMMEDIATE` transaction
+per run (the write lock is taken up front, so two writers queue instead of dead-locking on an
+upgrade from a read lock).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hil.errors import AnalysisError
+from hil.regress.identity import keyed_events
+from hil.regress.stats import summarize
+
+BUSY_TIMEOUT_S = 60.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    time TEXT NOT NULL,
+    git_commit TEXT, board TEXT NOT NULL, probe_id TEXT, model TEXT NOT NULL, test_id TEXT,
+    firmware_sha256 TEXT, model_sha256 TEXT, etrecord_sha256 TEXT,
+    versions TEXT, sdk_version TEXT,
+    simulated INTEGER, iterations INTEGER, warmup INTEGER,
+    total_us REAL, npu_fraction REAL, totals TEXT, memory TEXT,
+    passed INTEGER NOT NULL, artifacts TEXT, comparison TEXT
+);
+CREATE TABLE IF NOT EXISTS events (
+    run_id INTEGER NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL, key TEXT NOT NULL,
+    kind TEXT, name TEXT, op_types TEXT, delegate_debug_id INTEGER,
+    n INTEGER, p50_us REAL, p90_us REAL, min_us REAL, max_us REAL, mad_us REAL, mean_us REAL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE INDEX IF NOT EXISTS runs_by_model ON runs(model, board, time);
+"""
+
+_EVENT_COLUMNS = ("p50_us", "p90_us", "min_us", "max_us", "mad_us", "mean_us")
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating if needed) a history database ready for concurrent writers."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        with transaction(conn):
+            _create(conn)
+    except sqlite3.DatabaseError as exc:
+        raise AnalysisError(f"history database {path}: {exc}") from exc
+    return conn
+
+
+def _create(conn: sqlite3.Connection) -> None:
+    for statement in filter(str.strip, _SCHEMA.split(";")):
+        conn.execute(statement)
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction that takes the lock at its start and commits or rolls back whole."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _sdk_version(versions: dict[str, Any]) -> str | None:
+    return versions.get("eiq-neutron-sdk") or versions.get("eiq_neutron_sdk")
+
+
+def record_run(
+    path: Path,
+    profile: dict[str, Any],
+    manifest: dict[str, Any] | None = None,
+    *,
+    passed: bool,
+    test_id: str | None = None,
+    probe_id: str | None = None,
+    artifacts: Path | str | None = None,
+    comparison: dict[str, Any] | None = None,
+    when: str | None = None,
+) -> int:
+    """Append one run (its provenance, totals and per-event statistics); returns its row id."""
+    manifest = manifest or {}
+    files = manifest.get("files") or {}
+    versions = manifest.get("versions") or {}
+    totals = profile.get("totals_us") or {}
+    run_row = {
+        "time": when or manifest.get("written_at") or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "git_commit": manifest.get("git_commit"),
+        "board": str(profile.get("board") or manifest.get("board") or "?"),
+        "probe_id": probe_id or manifest.get("probe_id"),
+        "model": str(profile.get("model") or manifest.get("model") or "?"),
+        "test_id": test_id,
+        "firmware_sha256": manifest.get("firmware_sha256"),
+        "model_sha256": (files.get("model.pte") or {}).get("sha256"),
+        "etrecord_sha256": (files.get("etrecord.bin") or {}).get("sha256"),
+        "versions": json.dumps(versions, sort_keys=True),
+        "sdk_version": _sdk_version(versions),
+        "simulated": int(bool(profile.get("simulated"))),
+        "iterations": profile.get("iterations"),
+        "warmup": profile.get("warmup_iterations", 0),
+        "total_us": totals.get("method_execute"),
+        "npu_fraction": profile.get("npu_fraction"),
+        "totals": json.dumps(totals, sort_keys=True),
+        "memory": json.dumps(profile.get("memory") or {}, sort_keys=True),
+        "passed": int(bool(passed)),
+        "artifacts": None if artifacts is None else str(artifacts),
+        "comparison": None if comparison is None else json.dumps(comparison),
+    }
+    event_rows = []
+    for seq, (key, event) in enumerate(keyed_events(profile.get("events", [])).items()):
+        stats = summarize(event.get("times_us") or []) or {c: event.get(c) for c in _EVENT_COLUMNS}
+        event_rows.append(
+            (seq, key, event.get("kind"), str(event.get("name")), json.dumps(list(event.get("op_types") or [])),
+             event.get("delegate_debug_id"), len(event.get("times_us") or []) or None, *(stats.get(c) for c in _EVENT_COLUMNS))
+        )
+    conn = connect(path)
+    try:
+        with transaction(conn):
+            cols = ", ".join(run_row)
+            cursor = conn.execute(f"INSERT INTO runs ({cols}) VALUES ({', '.join('?' * len(run_row))})", tuple(run_row.values()))
+            run_id = int(cursor.lastrowid)
+            conn.executemany(
+                "INSERT INTO events (run_id, seq, key, kind, name, op_types, delegate_debug_id, n, "
+                + ", ".join(_EVENT_COLUMNS) + ") VALUES (" + ", ".join("?" * (8 + len(_EVENT_COLUMNS))) + ")",
+                [(run_id, *row) for row in event_rows],
+            )
+    except sqlite3.DatabaseError as exc:
+        raise AnalysisError(f"history database {path}: cannot append run of {run_row['model']}: {exc}") from exc
+    finally:
+        conn.close()
+    return run_id
+
+
+def open_existing(path: Path) -> sqlite3.Connection:
+    """Connect to a history database that must already exist (readers: reports, queries)."""
+    if not Path(path).is_file():
+        raise AnalysisError(f"history database {path}: no such file (write one with pytest --hil-history {path})")
+    return connect(path)
+
+
+def read_runs(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every run, oldest first, with JSON columns decoded."""
+    rows = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY time, id")]
+    for row in rows:
+        for col in ("versions", "totals", "memory"):
+            row[col] = json.loads(row[col]) if row.get(col) else {}
+        row["comparison"] = json.loads(row["comparison"]) if row.get("comparison") else None
+    return rows
+
+
+def read_events(conn: sqlite3.Connection, run_id: int) -> list[dict[str, Any]]:
+    """One run's events as profile-like dicts (statistics, no per-iteration times)."""
+    rows = [dict(r) for r in conn.execute("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,))]
+    for row in rows:
+        row["op_types"] = json.loads(row["op_types"] or "[]")
+    return rows
+
+
+def profile_from_history(run: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+    """A profile-shaped dict rebuilt from history rows, so compare and charts take either."""
+    return {
+        "schema": "et-hil/profile/1",
+        "board": run["board"],
+        "model": run["model"],
+        "simulated": bool(run.get("simulated")),
+        "iterations": run.get("iterations"),
+        "time_unit": "us",
+        "events": events,
+        "totals_us": run.get("totals") or {},
+        "npu_fraction": run.get("npu_fraction"),
+        "memory": run.get("memory") or {},
+    }

@@ -1,0 +1,46 @@
+"""Which event in one run is "the same event" in another run.
+
+Names alone are not enough: Neutron kernels are called "0", "1", ... in every delegate, and a CPU
+operator such as `native_call_convolution.out` runs several times per inference. An event is
+therefore identified by (kind, name, occurrence among events of that kind and name), which stays
+stable as long as the program's structure does; op types are shown beside it, not part of it,
+so a changed ETRecord mapping does not make every event look new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# The Neutron profiling dump is instrumentation cost, not model work: shown, never judged.
+UNJUDGED_KINDS = frozenset({"profiling_dump"})
+
+
+def event_key(kind: str, name: str, occurrence: int) -> str:
+    return f"{kind}:{name}#{occurrence}"
+
+
+def keyed_events(events: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Map each event's stable key to the event, in program order."""
+    seen: dict[tuple[str, str], int] = {}
+    keyed: dict[str, Mapping[str, Any]] = {}
+    for event in events:
+        kind, name = str(event.get("kind", "")), str(event.get("name", ""))
+        occurrence = seen.get((kind, name), 0)
+        seen[(kind, name)] = occurrence + 1
+        keyed[event_key(kind, name, occurrence)] = event
+    return keyed
+
+
+def op_types_text(event: Mapping[str, Any]) -> str:
+    """Op types as one short cell of a table ("-" when the event maps to none)."""
+    types = event.get("op_types") or []
+    return ", ".join(str(t) for t in types) if types else "-"
+
+
+def display_name(event: Mapping[str, Any]) -> str:
+    """What a person calls the event: NPU kernels by index, the rest by name."""
+    name = str(event.get("name", "?"))
+    if event.get("kind") == "npu_kernel":
+        return f"npu kernel {name}"
+    return name

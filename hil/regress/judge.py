@@ -1,0 +1,143 @@
+"""Judging one finished run: budgets, baseline, history, trace, key figures, in one place.
+
+The pytest hooks collect run folders and options and call `judge_run`; keeping the work here
+(not in the hook module) lets it be tested without a pytest session and reused by a pipeline
+callback later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hil import atomic
+from hil.errors import HilError
+from hil.manifest import describe_files
+from hil.regress import history
+from hil.regress.baseline import find_baseline, write_baseline
+from hil.regress.budgets import Budget, check_budget, format_violations, load_file_budget, merge_budgets
+from hil.regress.compare import (DEFAULT_NOISE_K, DEFAULT_TOLERANCE, Comparison, compare_profiles,
+                                 comparison_to_dict, format_comparison)
+from hil.regress.runs import LoadedRun, load_run, read_manifest
+from hil.regress.stats import drop_warmup
+from hil.report.figures import junit_properties
+from hil.report.trace import write_trace_json
+
+
+@dataclass
+class JudgeOptions:
+    """What the session asked for (all optional: a plain `pytest --board qemu` judges nothing)."""
+
+    warmup: int = 0
+    baseline: Path | None = None
+    baseline_update: bool = False
+    tolerance: float = DEFAULT_TOLERANCE
+    noise_k: float = DEFAULT_NOISE_K
+    min_delta_us: float = 0.0
+    history: Path | None = None
+    budgets: Path | None = None  # a budgets TOML file, or a folder of <board>.toml
+    probe_id: str | None = None
+
+
+@dataclass
+class Verdict:
+    """The outcome for one run folder."""
+
+    folder: Path
+    profile: dict[str, Any] | None
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    properties: list[tuple[str, str]] = field(default_factory=list)
+    comparison: Comparison | None = None
+
+
+def budget_file(options: JudgeOptions, board: str) -> Path | None:
+    if options.budgets is None:
+        return None
+    return options.budgets / f"{board}.toml" if options.budgets.is_dir() else options.budgets
+
+
+def _refresh_manifest(folder: Path) -> None:
+    """Files added after the run (trace.json) are listed too, so the manifest stays true."""
+    manifest = read_manifest(folder)
+    if manifest:
+        manifest["files"] = describe_files(folder)
+        atomic.write_json(folder / "manifest.json", manifest)
+
+
+def _load(folder: Path) -> tuple[LoadedRun | None, dict[str, Any]]:
+    if (folder / "profile.json").is_file():
+        run = load_run(folder)
+        return run, run.manifest
+    return None, read_manifest(folder)
+
+
+def judge_run(folder: Path, options: JudgeOptions, *, marker_budget: Budget | None, test_passed: bool,
+              test_id: str | None = None) -> Verdict:
+    """Check one run folder against budgets and baseline, then record it; never raises for a bad run."""
+    folder = Path(folder)
+    run, manifest = _load(folder)
+    if run is None:  # the run itself failed: keep it in the history as a failure
+        verdict = Verdict(folder, None, notes=[f"{folder}: no profile.json (run failed: {manifest.get('error', '?')})"])
+        if options.history and manifest:
+            stub = {"board": manifest.get("board"), "model": manifest.get("model"), "events": []}
+            history.record_run(options.history, stub, manifest, passed=False, test_id=test_id,
+                               probe_id=options.probe_id, artifacts=folder)
+        return verdict
+    profile = drop_warmup(run.profile, options.warmup)
+    verdict = Verdict(folder, profile)
+    model, board = str(profile.get("model")), str(profile.get("board"))
+    try:
+        write_trace_json(folder)
+        _refresh_manifest(folder)
+    except (HilError, OSError) as exc:
+        verdict.notes.append(f"trace.json not written: {exc}")
+    _check_budget(verdict, options, marker_budget)
+    _check_baseline(verdict, run, options)
+    verdict.properties = junit_properties(profile)
+    if options.history:
+        history.record_run(
+            options.history, profile, manifest, passed=test_passed and not verdict.failures, test_id=test_id,
+            probe_id=options.probe_id, artifacts=folder,
+            comparison=comparison_to_dict(verdict.comparison) if verdict.comparison else None,
+        )
+        verdict.notes.append(f"{model} on {board}: recorded in history {options.history}")
+    return verdict
+
+
+def _check_budget(verdict: Verdict, options: JudgeOptions, marker_budget: Budget | None) -> None:
+    profile = verdict.profile or {}
+    path = budget_file(options, str(profile.get("board")))
+    budget = merge_budgets(load_file_budget(path, str(profile.get("model"))) if path else None, marker_budget)
+    if budget is None or budget.empty:
+        return
+    violations = check_budget(profile, budget)
+    if violations:
+        verdict.failures.append(format_violations(violations, profile, budget, verdict.folder))
+    else:
+        verdict.notes.append(f"{profile.get('model')}: budget met ({budget.source})")
+
+
+def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions) -> None:
+    if options.baseline is None:
+        return
+    profile = verdict.profile or {}
+    model = str(profile.get("model"))
+    if options.baseline_update:
+        written = write_baseline(LoadedRun(profile, run.source, run.folder, run.manifest), options.baseline)
+        verdict.notes.append(f"{model}: baseline updated: {written}")
+        return
+    baseline = find_baseline(options.baseline, model)
+    if baseline is None:
+        verdict.notes.append(f"{model}: no baseline under {options.baseline}; not compared "
+                             f"(write one with --hil-baseline-update or `hil baseline update {verdict.folder} --out {options.baseline}`)")
+        return
+    comparison = compare_profiles(baseline.profile, profile, tolerance=options.tolerance, noise_k=options.noise_k,
+                                  min_delta_us=options.min_delta_us)
+    verdict.comparison = comparison
+    text = f"{model} against baseline {baseline.source}:\n{format_comparison(comparison)}"
+    if comparison.has_regression:
+        verdict.failures.append(f"performance regression: {text}\n  artifacts: {verdict.folder}")
+    else:
+        verdict.notes.append(text)

@@ -1,0 +1,145 @@
+"""pytest options and hooks of the regression side (budgets, baselines, history, reports).
+
+Registered as the `hil_regress` pytest11 entry point beside the main plugin. It does not wrap the
+pipeline: after each test's call phase it finds the runs the test made (the `hil_artifacts` user
+properties the main plugin records, plus any run folder written under the test's artifacts
+folder during the call, so failed runs count too) and judges each one with `hil.regress.judge`.
+A broken budget or a regression turns the test's report into a failure whose message holds the
+measured values, the limits and the artifact folder.
+
+    pytest --board qemu --hil-baseline baselines/qemu --hil-history history.db --junitxml=out.xml
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hil import atomic
+from hil.regress.budgets import Budget, budget_from_mapping, check_budget, format_violations
+from hil.regress.compare import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
+from hil.regress.judge import JudgeOptions, Verdict, judge_run
+from hil.regress.stats import drop_warmup
+from hil.report.figures import openmetrics_text
+
+_METRICS = pytest.StashKey[list]()
+_START_SLACK_S = 1.0
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hil-regress", "et-hil nightly regression")
+    group.addoption("--hil-warmup", type=int, default=0, help="iterations dropped before statistics (warm-up)")
+    group.addoption("--hil-baseline", type=Path, default=None, help="baseline folder (<model>.json each) or file")
+    group.addoption("--hil-baseline-update", action="store_true", help="write this session's runs as the baselines")
+    group.addoption("--hil-tolerance", type=parse_tolerance, default=DEFAULT_TOLERANCE, help="relative slowdown allowed (default 5%%)")
+    group.addoption("--hil-noise-k", type=float, default=DEFAULT_NOISE_K, help="sigmas of run noise a slowdown must exceed")
+    group.addoption("--hil-min-delta-us", type=float, default=0.0, help="absolute change (us) below which nothing regresses")
+    group.addoption("--hil-history", type=Path, default=None, help="SQLite database every run is appended to")
+    group.addoption("--hil-budgets", type=Path, default=None, help="budgets file or folder (default: budgets/<board>.toml)")
+    group.addoption("--hil-openmetrics", type=Path, default=None, help="write key figures as OpenMetrics text here")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "hil_budget(total_us=, npu_fraction_min=, ops={op type or kernel: us}, memory_bytes=): limits every run of the test must meet"
+    )
+    if config.getoption("hil_baseline_update") and config.getoption("hil_baseline") is None:
+        raise pytest.UsageError("--hil-baseline-update needs --hil-baseline PATH (where to write the baselines)")
+    config.stash[_METRICS] = []
+
+
+def judge_options(config: pytest.Config) -> JudgeOptions:
+    budgets = config.getoption("hil_budgets") or (config.rootpath / "budgets")
+    return JudgeOptions(
+        warmup=config.getoption("hil_warmup"),
+        baseline=config.getoption("hil_baseline"),
+        baseline_update=config.getoption("hil_baseline_update"),
+        tolerance=config.getoption("hil_tolerance"),
+        noise_k=config.getoption("hil_noise_k"),
+        min_delta_us=config.getoption("hil_min_delta_us"),
+        history=config.getoption("hil_history"),
+        budgets=Path(budgets),
+        probe_id=getattr(config.option, "hil_probe", None),
+    )
+
+
+def marker_budget(item: pytest.Item) -> Budget | None:
+    """The test's `hil_budget` markers merged (closest wins), or None."""
+    merged: dict[str, Any] = {}
+    for mark in reversed(list(item.iter_markers("hil_budget"))):
+        merged.update(mark.kwargs)
+    return budget_from_mapping(merged, f"@hil_budget on {item.nodeid}") if merged else None
+
+
+def run_folders(item: pytest.Item, call_start: float) -> list[Path]:
+    """Run folders of this test: recorded by the plugin, or written under its artifacts folder during the call."""
+    folders = [Path(str(v)) for k, v in item.user_properties if k == "hil_artifacts"]
+    root = getattr(item, "funcargs", {}).get("hil_artifacts_dir")
+    if root is not None and Path(root).is_dir():
+        for manifest in sorted(Path(root).glob("*/manifest.json")):
+            if manifest.stat().st_mtime >= call_start - _START_SLACK_S:
+                folders.append(manifest.parent)
+    unique: dict[Path, Path] = {}
+    for folder in folders:
+        unique.setdefault(folder.resolve(), folder)
+    return list(unique.values())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report = yield
+    if report.when != "call" or getattr(report, "wasxfail", None) is not None:
+        return report
+    folders = run_folders(item, call.start)
+    if not folders:
+        return report
+    options = judge_options(item.config)
+    verdicts = [judge_run(f, options, marker_budget=marker_budget(item), test_passed=report.passed, test_id=item.nodeid)
+                for f in folders]
+    _publish(item, report, verdicts)
+    return report
+
+
+def _publish(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdict]) -> None:
+    """Key figures to JUnit and OpenMetrics, notes to a report section, failures to the outcome."""
+    several = len(verdicts) > 1
+    for verdict in verdicts:
+        if verdict.profile is None:
+            continue
+        prefix = f"{verdict.profile.get('model')}.{verdict.folder.name}" if several else None
+        props = verdict.properties if not prefix else [(k.replace(f"hil.{verdict.profile.get('model')}", f"hil.{prefix}", 1), v)
+                                                       for k, v in verdict.properties]
+        item.user_properties.extend(props)
+        item.config.stash[_METRICS].append((verdict.profile, {"test": item.nodeid}))
+    notes = [n for v in verdicts for n in v.notes]
+    if notes:
+        report.sections.append(("hil regression", "\n".join(notes)))
+    failures = [f for v in verdicts for f in v.failures]
+    if failures and report.passed:
+        report.outcome = "failed"
+        report.longrepr = "\n\n".join(failures)
+    elif failures:
+        report.sections.append(("hil regression failures", "\n\n".join(failures)))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    path = session.config.getoption("hil_openmetrics", None)
+    if path is not None and _METRICS in session.config.stash:
+        atomic.write_text(Path(path), openmetrics_text(session.config.stash[_METRICS]))
+
+
+@pytest.fixture
+def hil_budget(pytestconfig: pytest.Config) -> Callable[..., None]:
+    """Check a run against limits now: `hil_budget(run, total_us=900, ops={"0": 50})` fails with the numbers."""
+
+    def check(run: Any, **limits: Any) -> None:
+        profile = drop_warmup(getattr(run, "profile", run), pytestconfig.getoption("hil_warmup"))
+        budget = budget_from_mapping(limits, "hil_budget fixture")
+        violations = check_budget(profile, budget)
+        if violations:
+            pytest.fail(format_violations(violations, profile, budget, getattr(run, "out_dir", None)), pytrace=False)
+
+    return check

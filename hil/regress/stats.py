@@ -1,0 +1,139 @@
+"""Per-event statistics over iterations, and dropping warm-up iterations before computing them.
+
+The median (p50) is what baselines compare, because one preempted iteration must not move it.
+The spread is the median absolute deviation (MAD) for the same reason; `MAD_TO_SIGMA` turns it
+into a standard-deviation estimate for normally distributed noise, which the noise rule in
+`hil.regress.compare` uses.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from hil.errors import AnalysisError
+
+# For normal noise, sigma = 1.4826 * MAD (1 / Phi^-1(3/4)).
+MAD_TO_SIGMA = 1.4826
+STAT_FIELDS = ("p50_us", "p90_us", "min_us", "max_us", "mad_us", "mean_us")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) with linear interpolation between order statistics."""
+    if not values:
+        raise ValueError("percentile of no values")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    low, high = math.floor(pos), math.ceil(pos)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def mad(values: Sequence[float]) -> float:
+    """Median absolute deviation from the median (0 for fewer than two values)."""
+    if len(values) < 2:
+        return 0.0
+    center = percentile(values, 50)
+    return percentile([abs(v - center) for v in values], 50)
+
+
+def summarize(times_us: Sequence[float]) -> dict[str, float]:
+    """p50, p90, min, max, MAD and mean of one event's per-iteration times."""
+    values = [float(t) for t in times_us]
+    if not values:
+        return {}
+    return {
+        "p50_us": percentile(values, 50),
+        "p90_us": percentile(values, 90),
+        "min_us": min(values),
+        "max_us": max(values),
+        "mad_us": mad(values),
+        "mean_us": sum(values) / len(values),
+    }
+
+
+def add_statistics(profile: dict[str, Any]) -> dict[str, Any]:
+    """Fill every event's statistics from its `times_us`, in place; returns the same dict.
+
+    Events without times keep what they have (a profile rebuilt from history stores only the
+    statistics), so calling this twice, or on such a profile, is harmless.
+    """
+    for event in profile.get("events", []):
+        times = event.get("times_us") or []
+        if times:
+            event.update(summarize(times))
+    return profile
+
+
+def _per_iteration(events: list[dict[str, Any]], kind: str) -> list[float]:
+    """Sum of one kind's times in each iteration."""
+    lists = [e.get("times_us") or [] for e in events if e.get("kind") == kind]
+    if not lists:
+        return []
+    n = min(len(t) for t in lists)
+    return [sum(t[i] for t in lists) for i in range(n)]
+
+
+def recompute_totals(profile: dict[str, Any]) -> dict[str, Any]:
+    """Totals as the median over iterations of each iteration's sums, and the NPU fraction from them.
+
+    Used after dropping iterations, when the totals the analysis wrote cover runs that no longer count.
+    """
+    events = profile.get("events", [])
+    sums = {kind: _per_iteration(events, kind) for kind in ("method", "npu_kernel", "cpu_op", "delegate_call", "profiling_dump")}
+    totals = dict(profile.get("totals_us") or {})
+    for total_name, kind in (
+        ("method_execute", "method"),
+        ("npu_kernels", "npu_kernel"),
+        ("cpu_ops", "cpu_op"),
+        ("profiling_dump", "profiling_dump"),
+    ):
+        if sums[kind]:
+            totals[total_name] = percentile(sums[kind], 50)
+    calls, kernels, dumps = sums["delegate_call"], sums["npu_kernel"], sums["profiling_dump"]
+    if calls:
+        n = len(calls)
+        overhead = [calls[i] - (kernels[i] if i < len(kernels) else 0) - (dumps[i] if i < len(dumps) else 0) for i in range(n)]
+        totals["delegate_overhead"] = percentile(overhead, 50)
+    profile["totals_us"] = totals
+    method = totals.get("method_execute")
+    if method:
+        profile["npu_fraction"] = totals.get("npu_kernels", 0.0) / method
+    return profile
+
+
+def drop_warmup(profile: dict[str, Any], warmup: int) -> dict[str, Any]:
+    """A copy of `profile` without its first `warmup` iterations, with statistics and totals redone.
+
+    Warm-up iterations pay for cold caches and lazy initialisation, which a nightly comparison must
+    not see. The copy records `warmup_iterations`, and a profile already trimmed is not trimmed again.
+    """
+    if warmup < 0:
+        raise ValueError(f"warm-up must be >= 0, got {warmup}")
+    if warmup == 0 or profile.get("warmup_iterations"):
+        return add_statistics(copy.deepcopy(profile))
+    iterations = int(profile.get("iterations") or 0)
+    if iterations and warmup >= iterations:
+        raise AnalysisError(
+            f"model '{profile.get('model')}' on board '{profile.get('board')}': warm-up {warmup} leaves none of "
+            f"its {iterations} iterations; run at least {warmup + 1} (--hil-iterations)"
+        )
+    trimmed = copy.deepcopy(profile)
+    for event in trimmed.get("events", []):
+        if event.get("times_us"):
+            event["times_us"] = list(event["times_us"][warmup:])
+    if iterations:
+        trimmed["iterations"] = iterations - warmup
+    trimmed["warmup_iterations"] = warmup
+    add_statistics(trimmed)
+    return recompute_totals(trimmed)
+
+
+def event_spread(event: dict[str, Any]) -> tuple[float, float]:
+    """(p50, MAD) of an event, from its times when present, else from stored statistics."""
+    times = event.get("times_us") or []
+    if times:
+        stats = summarize(times)
+        return stats["p50_us"], stats["mad_us"]
+    return float(event.get("p50_us") or 0.0), float(event.get("mad_us") or 0.0)

@@ -1,0 +1,103 @@
+"""Key figures of a run, as JUnit XML properties and as OpenMetrics text for dashboards.
+
+The same few numbers everywhere (total latency, NPU fraction, NPU and CPU time, top kernels), so
+a CI page, a Grafana panel and the HTML report never disagree about what a run measured.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from hil.regress.identity import op_types_text
+from hil.regress.stats import event_spread
+
+TOP_KERNELS = 3
+
+
+def top_events(profile: dict[str, Any], kinds: tuple[str, ...] = ("npu_kernel", "cpu_op"), n: int = TOP_KERNELS) -> list[dict[str, Any]]:
+    """The `n` slowest events of the given kinds by p50, slowest first."""
+    chosen = [e for e in profile.get("events", []) if e.get("kind") in kinds]
+    return sorted(chosen, key=lambda e: -event_spread(e)[0])[:n]
+
+
+def key_figures(profile: dict[str, Any]) -> dict[str, Any]:
+    totals = profile.get("totals_us") or {}
+    return {
+        "total_us": totals.get("method_execute"),
+        "npu_fraction": profile.get("npu_fraction"),
+        "npu_kernels_us": totals.get("npu_kernels"),
+        "cpu_ops_us": totals.get("cpu_ops"),
+        "cpu_fallback_ops": list(profile.get("cpu_fallback_ops") or []),
+        "top": [(str(e.get("name")), e.get("kind"), op_types_text(e), event_spread(e)[0]) for e in top_events(profile)],
+    }
+
+
+def junit_properties(profile: dict[str, Any], prefix: str | None = None) -> list[tuple[str, str]]:
+    """`(name, value)` pairs for `record_property`; `prefix` keeps two models of one test apart."""
+    figures = key_figures(profile)
+    base = f"hil.{prefix or profile.get('model')}"
+    props = []
+    for key in ("total_us", "npu_fraction", "npu_kernels_us", "cpu_ops_us"):
+        if figures[key] is not None:
+            props.append((f"{base}.{key}", f"{figures[key]:.6g}"))
+    if figures["cpu_fallback_ops"]:
+        props.append((f"{base}.cpu_fallback_ops", ",".join(figures["cpu_fallback_ops"])))
+    for rank, (name, kind, types, p50) in enumerate(figures["top"], 1):
+        props.append((f"{base}.top{rank}", f"{kind} {name} [{types}] {p50:.6g} us"))
+    return props
+
+
+def _label_value(value: Any) -> str:
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(labels: dict[str, Any]) -> str:
+    return "{" + ",".join(f'{k}="{_label_value(v)}"' for k, v in labels.items()) + "}"
+
+
+_GAUGES = (
+    ("hil_latency_microseconds", "Method::execute p50 per inference", lambda f: f["total_us"]),
+    ("hil_npu_fraction", "NPU kernel time over Method::execute", lambda f: f["npu_fraction"]),
+    ("hil_npu_kernels_microseconds", "NPU kernel time per inference (p50)", lambda f: f["npu_kernels_us"]),
+    ("hil_cpu_ops_microseconds", "CPU operator time per inference (p50)", lambda f: f["cpu_ops_us"]),
+)
+
+
+def openmetrics_text(runs: Iterable[tuple[dict[str, Any], dict[str, Any]]]) -> str:
+    """OpenMetrics exposition for (profile, extra labels) pairs; ends with `# EOF` as the format requires."""
+    runs = list(runs)
+    lines: list[str] = []
+    for metric, help_text, pick in _GAUGES:
+        samples = []
+        for profile, extra in runs:
+            value = pick(key_figures(profile))
+            if value is not None:
+                labels = {"model": profile.get("model"), "board": profile.get("board"), **extra}
+                samples.append(f"{metric}{_labels(labels)} {float(value):.6g}")
+        if samples:
+            lines += [f"# TYPE {metric} gauge", f"# HELP {metric} {help_text}", *samples]
+    event_samples = []
+    for profile, extra in runs:
+        for event in profile.get("events", []):
+            if event.get("kind") in ("npu_kernel", "cpu_op"):
+                labels = {"model": profile.get("model"), "board": profile.get("board"), **extra, "kind": event.get("kind"),
+                          "event": event.get("name"), "op_types": op_types_text(event)}
+                event_samples.append(f"hil_event_p50_microseconds{_labels(labels)} {event_spread(event)[0]:.6g}")
+    if event_samples:
+        lines += ["# TYPE hil_event_p50_microseconds gauge", "# HELP hil_event_p50_microseconds p50 of one event",
+                  *_dedupe(event_samples)]
+    return "\n".join(lines + ["# EOF"]) + "\n"
+
+
+def _dedupe(samples: list[str]) -> list[str]:
+    """Repeated events (same name and op types) would collide as series: number them."""
+    seen: dict[str, int] = {}
+    out = []
+    for sample in samples:
+        series = sample.rsplit(" ", 1)[0]
+        count = seen.get(series, 0)
+        seen[series] = count + 1
+        out.append(sample if count == 0 else re.sub(r"\}", f',occurrence="{count}"}}', sample, count=1))
+    return out

@@ -1,0 +1,149 @@
+"""`hil report DB --out report.html`: one self-contained page from the history database.
+
+Per model and board: the latest run's per-op bars (NPU / CPU), its timeline, the nightly trend
+of total latency and NPU fraction with flagged runs marked, and the regression table. Everything
+(SVG, CSS, a few lines of JS) is inline, so the file opens offline and can be mailed or archived.
+"""
+
+from __future__ import annotations
+
+import time
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from hil import atomic
+from hil.regress import history
+from hil.regress.compare import Comparison, compare_profiles
+from hil.regress.identity import display_name, op_types_text
+from hil.regress.stats import event_spread
+from hil.report import svg
+from hil.report.timeline import layout_iteration
+
+MAX_BARS = 40
+
+_CSS = """
+body{font:14px system-ui,sans-serif;margin:24px;color:#222;max-width:980px}
+h1{font-size:22px}h2{font-size:18px;margin-top:32px;cursor:pointer;border-bottom:1px solid #ccc}
+h3{font-size:15px;margin:18px 0 6px}section.collapsed>div{display:none}
+.chart text{font:11px system-ui,sans-serif;fill:#333}
+.npu{fill:#2a9d8f}.cpu{fill:#e76f51}.method{fill:#8d99ae}.call{fill:#e9c46a}.other{fill:#adb5bd}
+.axis{stroke:#999}.line-total{fill:none;stroke:#264653;stroke-width:2}
+.line-npu{fill:none;stroke:#2a9d8f;stroke-width:1.5;stroke-dasharray:4 3}
+.point{fill:#264653}.flag{fill:#d62828}
+table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
+td:first-child,th:first-child,td.l{text-align:left}.reg{color:#d62828}.imp{color:#2a9d8f}
+.legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}
+"""
+
+_JS = """
+document.querySelectorAll('h2').forEach(function(h){h.addEventListener('click',function(){
+  h.parentElement.classList.toggle('collapsed');});});
+"""
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _bars(profile: dict[str, Any]) -> str:
+    events = [e for e in profile.get("events", []) if e.get("kind") in ("npu_kernel", "cpu_op")]
+    events = sorted(events, key=lambda e: -event_spread(e)[0])[:MAX_BARS]
+    bars = [svg.Bar(f"{display_name(e)} [{op_types_text(e)}]", event_spread(e)[0], str(e.get("kind")),
+                    f"{e.get('kind')} {e.get('name')} ({op_types_text(e)})") for e in events]
+    if not bars:
+        return "<p>No operator events.</p>"
+    totals = profile.get("totals_us") or {}
+    legend = ('<p class="legend"><span class="npu" style="background:#2a9d8f"></span>NPU kernels '
+              f"{_fmt(totals.get('npu_kernels'))} us<span style=\"background:#e76f51\"></span>CPU operators "
+              f"{_fmt(totals.get('cpu_ops'))} us; NPU fraction {_fmt(profile.get('npu_fraction'), 3)}</p>")
+    return legend + svg.bar_chart(bars, label=f"per-op p50 of {profile.get('model')}")
+
+
+def _comparison_table(comparison: Comparison, title: str) -> str:
+    rows = comparison.regressions + comparison.improvements
+    if not rows:
+        return f"<p>{escape(title)}: no regression, no improvement ({len(comparison.deltas)} events compared).</p>"
+    body = "".join(
+        f'<tr class="{"reg" if d.verdict == "regression" else "imp"}"><td>{escape(d.name)}</td><td class="l">{escape(d.kind)}</td>'
+        f'<td class="l">{escape(d.op_types)}</td><td>{_fmt(d.baseline_us)}</td><td>{_fmt(d.now_us)}</td>'
+        f"<td>{d.change_pct:+.1f}</td><td>{escape(d.verdict)}</td></tr>"
+        for d in rows
+    )
+    head = "<tr><th>event</th><th>kind</th><th>op types</th><th>before us</th><th>now us</th><th>change %</th><th></th></tr>"
+    return f"<h3>{escape(title)}</h3><table>{head}{body}</table>"
+
+
+def _recorded_table(recorded: dict[str, Any]) -> str:
+    rows = [e for e in recorded.get("events", []) if e.get("verdict") in ("regression", "improvement")]
+    rows.sort(key=lambda e: (e["verdict"] != "regression", -abs(e.get("change_pct") or 0)))
+    if not rows:
+        return "<p>Against the baseline: no regression, no improvement.</p>"
+    body = "".join(
+        f'<tr class="{"reg" if e["verdict"] == "regression" else "imp"}"><td>{escape(str(e["name"]))}</td>'
+        f'<td class="l">{escape(str(e["kind"]))}</td><td class="l">{escape(str(e["op_types"]))}</td>'
+        f'<td>{_fmt(e.get("baseline_us"))}</td><td>{_fmt(e.get("now_us"))}</td><td>{(e.get("change_pct") or 0):+.1f}</td>'
+        f'<td>{escape(e["verdict"])}</td></tr>'
+        for e in rows
+    )
+    head = "<tr><th>event</th><th>kind</th><th>op types</th><th>baseline us</th><th>now us</th><th>change %</th><th></th></tr>"
+    return f"<h3>Latest run against its baseline</h3><table>{head}{body}</table>"
+
+
+def _section(model: str, board: str, runs: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> str:
+    points, previous = [], None
+    for run, profile in zip(runs, profiles):
+        flags = []
+        if not run["passed"]:
+            flags.append("failed")
+        if (run.get("comparison") or {}).get("has_regression"):
+            flags.append("regression against baseline")
+        if previous is not None and compare_profiles(previous, profile).has_regression:
+            flags.append("slower than the previous run")
+        label = f"{run['time']} {str(run.get('git_commit') or '')[:8]}".strip()
+        points.append(svg.TrendPoint(label, run.get("total_us"), run.get("npu_fraction"), "; ".join(flags)))
+        previous = profile
+    latest, latest_run = profiles[-1], runs[-1]
+    parts = [
+        f"<section><h2>{escape(model)} on {escape(board)}</h2><div>",
+        f"<p>{len(runs)} run(s); latest {escape(str(latest_run['time']))}, commit {escape(str(latest_run.get('git_commit') or '-'))}, "
+        f"{'passed' if latest_run['passed'] else '<b class=reg>failed</b>'}, total {_fmt(latest_run.get('total_us'))} us, "
+        f"artifacts {escape(str(latest_run.get('artifacts') or '-'))}</p>",
+        "<h3>Nightly trend: total latency (solid) and NPU fraction (dashed); red = flagged run</h3>",
+        svg.trend(points, label=f"trend of {model} on {board}"),
+        "<h3>Per-op time of the latest run (p50)</h3>", _bars(latest),
+        "<h3>Timeline of one inference of the latest run (p50 of each event)</h3>",
+        svg.timeline(layout_iteration(latest, None), label=f"timeline of {model}"),
+    ]
+    if latest_run.get("comparison"):
+        parts.append(_recorded_table(latest_run["comparison"]))
+    if len(profiles) > 1:
+        parts.append(_comparison_table(compare_profiles(profiles[-2], latest), "Latest run against the previous run"))
+    parts.append("</div></section>")
+    return "\n".join(parts)
+
+
+def render_report(db_path: Path) -> str:
+    """The whole page as a string."""
+    conn = history.open_existing(db_path)
+    try:
+        runs = history.read_runs(conn)
+        groups: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+        for run in runs:
+            profile = history.profile_from_history(run, history.read_events(conn, run["id"]))
+            groups.setdefault((run["model"], run["board"]), []).append((run, profile))
+    finally:
+        conn.close()
+    sections = [_section(model, board, [r for r, _ in items], [p for _, p in items]) for (model, board), items in sorted(groups.items())]
+    generated = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime())
+    return (
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>et-hil report</title>"
+        f"<style>{_CSS}</style></head><body><h1>et-hil nightly report</h1>"
+        f"<p>{len(runs)} run(s) of {len(groups)} model/board pair(s) from {escape(str(db_path))}; generated {generated}.</p>"
+        + ("\n".join(sections) or "<p>The history holds no runs yet.</p>")
+        + f"<script>{_JS}</script></body></html>\n"
+    )
+
+
+def write_report(db_path: Path, out: Path) -> Path:
+    return atomic.write_text(Path(out), render_report(db_path))

@@ -1,0 +1,75 @@
+"""trace.json: one run as a Chrome/Perfetto trace, ETDump events and console lines on one time axis.
+
+Open it in ui.perfetto.dev or chrome://tracing. One process per run, one track (thread) per
+event kind, "X" complete events with ts/dur in microseconds, console lines as instant events on
+their own track. The device's console has no clock of its own in the log, so each line is placed
+by what it says: set-up lines at the start, the k-th `Inference time:` line at the end of
+iteration k, any other line at the time of the line before it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from hil import atomic
+from hil.regress.runs import load_run
+from hil.report.timeline import iteration_length, layout_iteration
+
+TRACKS = {"method": 1, "delegate_call": 2, "cpu_op": 3, "npu_kernel": 4, "profiling_dump": 5, "console": 6}
+TRACK_NAMES = {
+    "method": "Method::execute", "delegate_call": "delegate calls", "cpu_op": "CPU operators",
+    "npu_kernel": "NPU kernels", "profiling_dump": "Neutron profiling dump", "console": "console",
+}
+ITERATION_GAP_US = 10.0
+_INFERENCE = re.compile(r"Inference time:", re.IGNORECASE)
+
+
+def build_trace(profile: dict[str, Any], console_lines: list[str]) -> dict[str, Any]:
+    """The trace as a dict in the Chrome trace event format."""
+    iterations = max([len(e.get("times_us") or []) for e in profile.get("events", [])] + [1])
+    pid = 1
+    events: list[dict[str, Any]] = [
+        {"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+         "args": {"name": f"{profile.get('model')} on {profile.get('board')}"}},
+    ]
+    events += [{"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": TRACK_NAMES[kind]}}
+               for kind, tid in TRACKS.items()]
+    ends: list[float] = []
+    offset = 0.0
+    for i in range(iterations):
+        for span in layout_iteration(profile, i, offset):
+            events.append({
+                "name": span.name, "cat": span.kind, "ph": "X", "ts": round(span.start_us, 3), "dur": round(span.dur_us, 3),
+                "pid": pid, "tid": TRACKS.get(span.kind, 3), "args": {"op_types": span.op_types, "iteration": i},
+            })
+        offset += iteration_length(profile, i)
+        ends.append(offset)
+        offset += ITERATION_GAP_US
+    events += _console_events(console_lines, ends, pid)
+    return {"traceEvents": events, "displayTimeUnit": "ms",
+            "otherData": {"model": profile.get("model"), "board": profile.get("board"),
+                          "simulated": profile.get("simulated"), "time_unit": "us"}}
+
+
+def _console_events(lines: list[str], iteration_ends: list[float], pid: int) -> list[dict[str, Any]]:
+    out, ts, seen = [], 0.0, 0
+    for line in lines:
+        if not line.strip():
+            continue
+        if _INFERENCE.search(line) and seen < len(iteration_ends):
+            ts = iteration_ends[seen]
+            seen += 1
+        out.append({"name": line.strip(), "cat": "console", "ph": "i", "s": "t", "ts": round(ts, 3),
+                    "pid": pid, "tid": TRACKS["console"]})
+    return out
+
+
+def write_trace_json(run_folder: Path) -> Path:
+    """Write `trace.json` into a run folder from its profile.json and serial.log; returns its path."""
+    folder = Path(run_folder)
+    run = load_run(folder)
+    log = folder / "serial.log"
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.is_file() else []
+    return atomic.write_json(folder / "trace.json", build_trace(run.profile, lines))

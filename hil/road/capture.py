@@ -1,0 +1,125 @@
+"""The board-independent half of a run: reach the "ETDump ready" breakpoint, check the result, dump it.
+
+QEMU and the RT700 differ in how they start, flash and reset; from the breakpoint on they are
+the same GDB/MI conversation, so it lives here once. Every failure message names the board,
+the breakpoint, the last console lines and where the serial log and GDB transcript are.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from hil.atomic import write_bytes
+from hil.config import MemoryRegion
+from hil.errors import TargetError, TimeoutExpired
+from hil.road.gdbmi import GdbMiSession, StopEvent
+from hil.road.serial_reader import SerialReader
+
+# The firmware line protocol: printed once the ETDump is ready (DESIGN.md, "Firmware line protocol").
+RESULT_LINE = re.compile(r"Result buf: (0x[0-9a-fA-F]+|\(nil\)|0), size: (\d+)")
+# Seconds for the console to catch up with what GDB already sees (UART and socket latency).
+CONSOLE_LAG_S = 5.0
+# Seconds an interrupt gets when the breakpoint deadline passes.
+INTERRUPT_S = 3.0
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every failure message needs: who failed, where it was headed, where the evidence is."""
+
+    board: str
+    breakpoint: str
+    serial: SerialReader
+    transcript: Path
+
+    def failure(self, what: str, error: type[TargetError] = TargetError) -> TargetError:
+        return error(
+            f"board '{self.board}': {what} (breakpoint '{self.breakpoint}');"
+            f" last console lines:\n{self.serial.describe_tail()}\n"
+            f"(serial log: {self.serial.log_path}; GDB transcript: {self.transcript})"
+        )
+
+
+@dataclass(frozen=True)
+class EtdumpResult:
+    """Where the firmware says its ETDump is (`result.buf`, `result.size`)."""
+
+    address: int
+    size: int
+
+
+def run_to_breakpoint(gdb: GdbMiSession, ctx: RunContext, timeout: float) -> StopEvent:
+    """Break at ctx.breakpoint and continue; anything but hitting it within `timeout` s is a TargetError."""
+    try:
+        number = gdb.break_insert(ctx.breakpoint)
+    except TargetError as exc:
+        raise TargetError(f"board '{ctx.board}': {exc} (check debug.breakpoint in the board file)") from exc
+    try:
+        stop = gdb.continue_until_stop(timeout)
+    except TimeoutExpired:
+        where = _interrupt(gdb)
+        raise ctx.failure(f"breakpoint not reached within {timeout:.1f} s (target {where})", TimeoutExpired) from None
+    except TargetError as exc:
+        raise ctx.failure(f"lost the debugger before the breakpoint: {exc}") from exc
+    if stop.reason != "breakpoint-hit" or stop.breakpoint != number:
+        if stop.target_gone:
+            ctx.serial.wait_ended(CONSOLE_LAG_S / 5)  # let the console's last lines arrive for the message
+        raise ctx.failure(f"target stopped before the breakpoint: {stop.describe()}")
+    return stop
+
+
+def _interrupt(gdb: GdbMiSession) -> str:
+    """Halt a target that ran past its deadline; say where it was, for the error message."""
+    try:
+        stop = gdb.interrupt(INTERRUPT_S)
+    except TargetError as exc:
+        return f"could not be interrupted: {exc}"
+    return f"interrupted: {stop.describe()}"
+
+
+def read_result(gdb: GdbMiSession, ctx: RunContext, expr: str, regions: list[MemoryRegion]) -> EtdumpResult:
+    """Read `(expr).buf` and `(expr).size`; refuse an empty result or one outside the board's RAM."""
+    try:
+        address = gdb.evaluate_int(f"({expr}).buf")
+        size = gdb.evaluate_int(f"({expr}).size")
+    except TargetError as exc:
+        raise ctx.failure(f"cannot read the ETDump result '{expr}': {exc} (check debug.result_expr)") from exc
+    if size == 0:
+        raise ctx.failure(f"'{expr}' reports an empty ETDump (buf 0x{address:08x}, size 0)")
+    if not any(region.contains(address, size) for region in regions):
+        shown = ", ".join(f"[0x{r.start:08x}, 0x{r.start + r.size:08x})" for r in regions) or "none configured"
+        raise ctx.failure(
+            f"'{expr}' = [0x{address:08x}, +{size}) lies outside the board's RAM ({shown}); refusing to dump it"
+        )
+    return EtdumpResult(address, size)
+
+
+def fetch_etdump(gdb: GdbMiSession, ctx: RunContext, result: EtdumpResult, out_path: Path) -> bytes:
+    """Dump the ETDump to `out_path` with `dump binary memory`, falling back to MI memory reads."""
+    try:
+        gdb.dump_memory(result.address, result.size, out_path)
+        return Path(out_path).read_bytes()
+    except TargetError as dump_error:
+        try:
+            data = gdb.read_memory(result.address, result.size)
+        except TargetError as exc:
+            raise ctx.failure(f"cannot read the ETDump ({dump_error}; then {exc})") from exc
+    write_bytes(Path(out_path), data)
+    return data
+
+
+def check_console_result(ctx: RunContext, result: EtdumpResult, timeout: float = CONSOLE_LAG_S) -> None:
+    """The console's `Result buf: 0x..., size: N` must agree with what GDB read."""
+    try:
+        match = ctx.serial.expect(RESULT_LINE, timeout)
+    except TargetError as exc:
+        raise ctx.failure(f"the console never printed 'Result buf: ..., size: ...': {exc}") from exc
+    printed_addr = 0 if match.group(1) == "(nil)" else int(match.group(1), 0)
+    printed_size = int(match.group(2))
+    if (printed_addr, printed_size) != (result.address, result.size):
+        raise ctx.failure(
+            f"console says buf 0x{printed_addr:08x}, size {printed_size} but GDB read"
+            f" buf 0x{result.address:08x}, size {result.size}"
+        )

@@ -1,0 +1,89 @@
+"""`hil doctor`: names what is missing (with the fix), reports probes, and never hangs."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from fake_pyocd import FakeBench, FakeProbe
+
+import hil.doctor as doctor
+from hil.config import load_board_config
+from hil.doctor import run_doctor
+
+UID = "0BFJXK2W3NM3J"
+
+
+def _run(cfg) -> tuple[int, str, float]:
+    out = io.StringIO()
+    start = time.monotonic()
+    rc = run_doctor(cfg, out=out)
+    return rc, out.getvalue(), time.monotonic() - start
+
+
+def _line(text: str, name: str) -> str:
+    return next(line for line in text.splitlines() if f" {name}:" in line)
+
+
+def test_rt700_on_a_machine_without_pack_or_probe(monkeypatch):
+    """This machine: real pyOCD 0.46.0 without NXP's pack, no probe attached."""
+    monkeypatch.delenv("MCUX_SDK", raising=False)
+    rc, text, took = _run(load_board_config("rt700"))
+    assert rc != 0 and took < 30
+    assert "MISSING" in _line(text, "pyOCD target mimxrt798sgfob")
+    assert "pyocd pack install mimxrt798sgfob" in text
+    assert "MISSING" in _line(text, "debug probes")
+    assert "MISSING" in _line(text, "MCUX_SDK") and "export MCUX_SDK" in text
+    last = text.strip().splitlines()[-1]
+    assert last.startswith("hil doctor: MISSING") and "pyOCD target mimxrt798sgfob" in last and "debug probes" in last
+    assert _line(text, "pyOCD").lstrip().startswith("ok") and "0.46.0" in _line(text, "pyOCD")
+
+
+def test_probe_from_pyocd_is_reported_with_its_id(monkeypatch):
+    FakeBench(probes=[FakeProbe(UID)]).install(monkeypatch)
+    rc, text, _ = _run(load_board_config("rt700"))
+    line = _line(text, "debug probes")
+    assert line.lstrip().startswith("ok") and UID in line and "MCU-LINK" in line
+    assert rc != 0  # the pack is still missing here
+
+
+def test_two_probes_without_an_id_is_flagged(monkeypatch):
+    FakeBench(probes=[FakeProbe(UID), FakeProbe("AAQ3QZ0NUV1ZX")]).install(monkeypatch)
+    _, text, _ = _run(load_board_config("rt700"))
+    line = _line(text, "debug probes")
+    assert "MISSING" in line and UID in line and "AAQ3QZ0NUV1ZX" in line and "no probe id" in line
+
+
+def test_paths_from_environment_are_checked(monkeypatch, tmp_path):
+    libs = tmp_path / "cm33"
+    libs.mkdir()
+    (libs / "libNeutronDriver.a").write_bytes(b"!<arch>\n")
+    monkeypatch.setenv("NEUTRON_LIB_DIR", str(libs))
+    monkeypatch.setenv("MCUX_SDK", str(tmp_path))
+    _, text, _ = _run(load_board_config("rt700"))
+    assert _line(text, "MCUX_SDK").lstrip().startswith("ok")
+    assert "MISSING" in _line(text, "NEUTRON_LIB_DIR") and "libNeutronFirmware.a" in _line(text, "NEUTRON_LIB_DIR")
+    (libs / "libNeutronFirmware.a").write_bytes(b"!<arch>\n")
+    _, text, _ = _run(load_board_config("rt700"))
+    assert _line(text, "NEUTRON_LIB_DIR").lstrip().startswith("ok")
+
+
+def test_missing_gdb_names_the_fix():
+    cfg = load_board_config("rt700").with_overrides({"debug.gdb": "no-such-gdb-xyz"})
+    rc, text, _ = _run(cfg)
+    assert rc != 0 and "MISSING" in _line(text, "GDB") and "--gdb" in text
+
+
+def test_a_hanging_check_is_cut_off(monkeypatch):
+    """A USB enumeration that hangs must not hang the doctor."""
+    FakeBench(probes=[FakeProbe(UID)], list_delay_s=5).install(monkeypatch)
+    monkeypatch.setattr(doctor, "CHECK_TIMEOUT_S", 0.5)
+    rc, text, took = _run(load_board_config("rt700"))
+    assert rc != 0 and took < 3
+    assert "no answer within 0.5 s" in _line(text, "debug probes")
+
+
+def test_without_a_board_only_general_checks_run():
+    _, text, took = _run(None)
+    assert "no board" in text.splitlines()[0] and took < 30
+    assert " GDB:" in text and " pyOCD:" in text and "pyOCD target" not in text and "MCUX_SDK" not in text

@@ -1,0 +1,125 @@
+"""The simulated Neutron partitioner/backend, and the SDK-free parts of the real Neutron path."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+from torch import nn
+
+from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+from executorch.exir._serialize._program import deserialize_pte_binary
+
+from hil.aot.neutron_sdk import lower_with_neutron_sdk, parse_neutron_map, parse_neutron_maps, sdk_available, sdk_reason
+from hil.aot.neutron_sim import BACKEND_ID, FunctionCode, neutron_sim_partitioners, parse_payload
+from hil.errors import ModelError
+
+
+class SmallCifar(nn.Module):
+    """CifarNet's shape in small: pad, conv+relu, maxpool, pad, depthwise conv, flatten, linear, softmax."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.dw = nn.Conv2d(8, 8, 3, groups=8)
+        self.fc = nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.conv(nn.functional.pad(x, (1, 1, 1, 1))))
+        x = nn.functional.max_pool2d(x, 2)
+        x = self.dw(nn.functional.pad(x, (1, 1, 1, 1)))
+        return torch.softmax(self.fc(torch.flatten(x, 1)), dim=1)
+
+
+def lower(model: nn.Module, inputs: tuple):
+    torch.manual_seed(0)
+    edge = to_edge_transform_and_lower(
+        torch.export.export(model.eval(), inputs), partitioner=neutron_sim_partitioners(), generate_etrecord=True
+    )
+    return edge, edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))
+
+
+@pytest.fixture(scope="module")
+def lowered():
+    return lower(SmallCifar(), (torch.randn(1, 3, 8, 8),))
+
+
+def payloads(prog) -> dict[int, dict]:
+    """Instruction id -> decoded payload of each delegate call in the program."""
+    program = deserialize_pte_binary(prog.buffer).program
+    plan = program.execution_plan[0]
+    out = {}
+    for i, ins in enumerate(plan.chains[0].instructions):
+        if hasattr(ins.instr_args, "delegate_index"):
+            delegate = plan.delegates[ins.instr_args.delegate_index]
+            assert delegate.id == BACKEND_ID
+            out[i] = parse_payload(program.backend_delegate_data[delegate.processed.index].data)
+    return out
+
+
+def cpu_ops(prog) -> set[str]:
+    """ATen names of the operators the program calls on the CPU (its KernelCall instructions)."""
+    plan = deserialize_pte_binary(prog.buffer).program.execution_plan[0]
+    return {plan.operators[i.instr_args.op_index].name for i in plan.chains[0].instructions
+            if hasattr(i.instr_args, "op_index")}
+
+
+def test_supported_ops_delegated_rest_on_cpu(lowered) -> None:
+    _, prog = lowered
+    assert cpu_ops(prog) == {"aten::constant_pad_nd", "aten::_softmax"}
+    kernels = [k for p in payloads(prog).values() for k in p["kernels"]]
+    codes = [k["function_code"] for k in kernels]
+    assert codes == [FunctionCode.CONV2D, FunctionCode.MAX_POOL, FunctionCode.DEPTHWISE_CONV2D,
+                     FunctionCode.FULLY_CONNECTED]
+    assert kernels[0]["op_types"] == ["aten.convolution.default", "aten.relu.default"]  # fused activation
+    assert len(kernels[0]["debug_handles"]) == 2
+    assert kernels[0]["macs"] == 8 * 8 * 8 * 3 * 3 * 3  # out numel * Cin*kh*kw
+    assert kernels[2]["macs"] == 8 * 4 * 4 * 1 * 3 * 3  # depthwise: one input channel per output
+    assert kernels[3]["macs"] == 10 * 128 and kernels[3]["weight_bytes"] == (10 * 128 + 10) * 4
+
+
+def test_etrecord_delegate_map_has_kernels_plus_empty_dump_entry(lowered) -> None:
+    _, prog = lowered
+    delegate_map = prog.get_etrecord()._delegate_map["forward"]
+    found = payloads(prog)
+    assert sorted(delegate_map) == sorted(found)
+    for instr_id, payload in found.items():
+        entry = delegate_map[instr_id]
+        assert entry["name"] == BACKEND_ID
+        dmap = {int(k): tuple(v) for k, v in entry["delegate_map"].items()}
+        n = len(payload["kernels"])
+        assert sorted(dmap) == list(range(n + 1))
+        assert dmap[n] == ()
+        assert [dmap[k["index"]] for k in payload["kernels"]] == [tuple(k["debug_handles"]) for k in payload["kernels"]]
+        assert all(dmap[i] for i in range(n))
+
+
+def test_model_without_supported_ops_is_not_delegated() -> None:
+    class Only(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.softmax(x.permute(1, 0), dim=0)
+
+    _, prog = lower(Only(), (torch.randn(3, 4),))
+    assert payloads(prog) == {}
+
+
+def test_sdk_status_matches_the_import() -> None:
+    present = importlib.util.find_spec("eiq_neutron_sdk") is not None
+    assert sdk_available() is present
+    assert "\n" not in sdk_reason() and ("found at" in sdk_reason()) is present
+    if not present:
+        with pytest.raises(ModelError, match="eiq-neutron-sdk==3.2.0"):
+            lower_with_neutron_sdk(SmallCifar(), (torch.randn(1, 3, 8, 8),), log_path=None)
+
+
+def test_parse_neutron_map_from_log() -> None:
+    log = ("INFO:root:NeutronBackend::preprocess\n"
+           "INFO:root:Neutron to Edge map was created: {0: (10,), 1: (10, 11), 2: (12, 13, 14), 3: ()}\n"
+           "INFO:root:Neutron to Edge map was created: {0: (20,), 1: ()}\n")
+    assert parse_neutron_map(log) == {0: (10,), 1: (10, 11), 2: (12, 13, 14), 3: ()}
+    assert parse_neutron_maps(log)[1] == {0: (20,), 1: ()}
+    with pytest.raises(ModelError, match="use_profiling"):
+        parse_neutron_map("INFO:root:nothing here\n")
+    with pytest.raises(ModelError, match="int"):
+        parse_neutron_map("Neutron to Edge map was created: {0: ('a',)}\n")

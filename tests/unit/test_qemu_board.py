@@ -1,0 +1,162 @@
+"""QemuBoard end to end: real QEMU, real gdb-multiarch, real replay images; and every way it can fail."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hil.boards import open_board
+from hil.boards.qemu import QemuBoard
+from hil.config import BoardConfig, load_board_config
+from hil.errors import BoardConfigError, TargetError, TimeoutExpired
+from hil.firmware.qemu_image import build_qemu_image
+from hil.road.process import os_children
+
+from test_gdbmi import no_orphans, spin_elf  # noqa: F401  (shared fixtures: orphan check, never-ending target)
+
+CONSOLE = [
+    "CIFARNET example using a ExecuTorch model",
+    "Core/NPU Frequency: 324 MHz",
+    "     Inference time: 907 us",
+]
+ETDUMP_SIZE = 300_000
+STEPS = ("connect", "flash", "run_to_breakpoint", "read_etdump", "finish")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def etdump() -> bytes:
+    return os.urandom(ETDUMP_SIZE)
+
+
+@pytest.fixture
+def cfg() -> BoardConfig:
+    return load_board_config("qemu")
+
+
+def image(etdump: bytes, cache: Path, **options) -> Path:
+    return build_qemu_image(etdump, CONSOLE, cache=cache, **options)
+
+
+def kill_child_soon(prefix: str, delay: float) -> threading.Thread:
+    """SIGKILL our child whose name starts with `prefix` after `delay` s, while run() is busy."""
+
+    def kill() -> None:
+        time.sleep(delay)
+        for pid, name in os_children():
+            if name.startswith(prefix):
+                os.kill(pid, signal.SIGKILL)
+
+    thread = threading.Thread(target=kill, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_full_cycle_returns_the_exact_etdump(cfg, etdump, cache, tmp_path: Path) -> None:
+    elf = image(etdump, cache)
+    board = open_board(cfg, tmp_path)
+    assert isinstance(board, QemuBoard)
+    with board:
+        start = time.monotonic()
+        board.flash(elf)
+        capture = board.run(timeout=60)
+        total = time.monotonic() - start
+    assert capture.etdump == etdump
+    assert (tmp_path / "trace.etdump").read_bytes() == etdump
+    assert capture.exit_code == 0
+    assert capture.result_addr == 0x38000000
+    lines = capture.console.splitlines()
+    assert lines[:3] == CONSOLE
+    assert lines[3:] == [f"Result buf: 0x38000000, size: {ETDUMP_SIZE}", "Program complete, exiting."]
+    assert capture.serial_log.read_bytes() == capture.console.encode()
+    assert set(capture.steps_s) == set(STEPS) and all(t > 0 for t in capture.steps_s.values())
+    assert {"serial.log", "mi.log", "qemu.log", "trace.etdump"} <= {p.name for p in tmp_path.iterdir()}
+    print(f"\nQemuBoard cycle {total:.3f} s:", ", ".join(f"{k} {v:.3f}" for k, v in capture.steps_s.items()))
+
+
+def test_board_can_be_flashed_and_run_twice(cfg, etdump, cache, tmp_path: Path) -> None:
+    other = bytes(reversed(etdump[:4096]))
+    with QemuBoard(cfg, tmp_path) as board:
+        board.flash(image(etdump, cache))
+        assert board.run(timeout=60).etdump == etdump
+        board.flash(image(other, cache))
+        assert board.run(timeout=60).etdump == other
+
+
+def test_breakpoint_never_reached(cfg, etdump, cache, tmp_path: Path) -> None:
+    with QemuBoard(cfg, tmp_path) as board:
+        board.flash(image(etdump, cache, call_ready=False))
+        start = time.monotonic()
+        with pytest.raises(TargetError) as info:
+            board.run(timeout=30)
+    assert time.monotonic() - start < 5
+    message = str(info.value)
+    assert "board 'qemu'" in message and "breakpoint 'hil_etdump_ready'" in message
+    assert "exited-normally" in message
+    assert "Program complete, exiting." in message  # the console tail
+    assert str(tmp_path / "serial.log") in message
+
+
+def test_unknown_breakpoint_function_is_named(cfg, etdump, cache, tmp_path: Path) -> None:
+    cfg = cfg.with_overrides({"debug.breakpoint": "hil_no_such_function"})
+    with QemuBoard(cfg, tmp_path) as board:
+        board.flash(image(etdump, cache))
+        with pytest.raises(TargetError, match="'hil_no_such_function' cannot be resolved"):
+            board.run(timeout=30)
+
+
+def test_deadline_interrupts_a_target_that_never_gets_there(cfg, spin_elf, tmp_path: Path) -> None:
+    with QemuBoard(cfg, tmp_path) as board:
+        board.flash(spin_elf)
+        start = time.monotonic()
+        with pytest.raises(TimeoutExpired) as info:
+            board.run(timeout=1.0)
+    assert time.monotonic() - start < 5
+    assert re.search(r"not reached within (0\.9|1\.0) s", str(info.value))
+    assert "interrupted: signal-received, in spin_reset" in str(info.value)
+
+
+@pytest.mark.parametrize("victim", ["qemu-system", "gdb-multiarch"])
+def test_killed_process_mid_run_fails_fast(cfg, spin_elf, tmp_path: Path, victim: str) -> None:
+    with QemuBoard(cfg, tmp_path) as board:
+        board.flash(spin_elf)
+        killer = kill_child_soon(victim[:15], 0.5)  # /proc comm is at most 15 characters
+        start = time.monotonic()
+        with pytest.raises(TargetError) as info:
+            board.run(timeout=60)
+        killer.join()
+    assert time.monotonic() - start < 5
+    message = str(info.value)
+    assert "board 'qemu'" in message and str(tmp_path / "serial.log") in message
+    if victim == "qemu-system":
+        assert "disconnected" in message and "QEMU exited with status -9" in message
+    else:
+        assert "gdb exited (status -9)" in message
+
+
+@pytest.mark.parametrize(
+    ("size", "complaint"),
+    [(0, "empty ETDump"), (16 * 1024 * 1024, "outside the board's RAM")],
+)
+def test_bad_result_size_is_refused(cfg, etdump, cache, tmp_path: Path, size: int, complaint: str) -> None:
+    with QemuBoard(cfg, tmp_path) as board:
+        board.flash(image(etdump, cache, result_size_override=size))
+        with pytest.raises(TargetError, match=complaint):
+            board.run(timeout=30)
+    assert not (tmp_path / "trace.etdump").exists()
+
+
+def test_unknown_board_kind(cfg, tmp_path: Path) -> None:
+    odd = BoardConfig(name="odd", kind="fpga", source=None, data={"board": {"kind": "fpga"}})
+    with pytest.raises(BoardConfigError, match="unknown kind 'fpga'"):
+        open_board(odd, tmp_path)

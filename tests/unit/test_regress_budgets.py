@@ -1,0 +1,83 @@
+"""Budgets from a marker-style mapping and from budgets/<board>.toml: pass, fail, and what the failure says."""
+
+from __future__ import annotations
+
+import pytest
+
+from hil.errors import BoardConfigError
+from hil.regress.budgets import (budget_from_mapping, check_budget, format_violations, load_file_budget,
+                                 memory_footprint, merge_budgets)
+from test_regress_synth import synth_profile
+
+
+@pytest.fixture
+def profile():
+    return synth_profile(seed=3)
+
+
+def test_limits_above_the_measurement_pass(profile):
+    total = profile["totals_us"]["method_execute"]
+    budget = budget_from_mapping({"total_us": total * 1.01, "npu_fraction_min": profile["npu_fraction"] * 0.99,
+                                  "ops": {"aten.convolution.default": 10_000, "0": 1_000},
+                                  "memory_bytes": memory_footprint(profile["memory"])}, "test")
+    assert check_budget(profile, budget) == []
+
+
+def test_a_broken_budget_names_measured_value_limit_and_artifacts(profile, tmp_path):
+    total = profile["totals_us"]["method_execute"]
+    kernel0 = profile["events"][3]
+    assert kernel0["name"] == "0" and kernel0["kind"] == "npu_kernel"
+    budget = budget_from_mapping({"total_us": total * 0.9, "ops": {"0": kernel0["p50_us"] * 0.5}}, "@hil_budget")
+    violations = check_budget(profile, budget)
+    assert [v.what.split(": ")[0] for v in violations] == ["total latency (Method::execute p50)", "op '0'"]
+    text = format_violations(violations, profile, budget, tmp_path / "run")
+    assert f"measured {total:.6g} us" in text and f"limit (max) {total * 0.9:.6g} us" in text
+    assert "npu kernel 0" in text and "aten.convolution.default, aten.relu.default" in text
+    assert f"artifacts: {tmp_path / 'run'}" in text and "'synthnet' on board 'qemu'" in text
+
+
+def test_npu_fraction_memory_and_unknown_op_fail(profile):
+    used = memory_footprint(profile["memory"])
+    assert used == 4037 + 41262
+    budget = budget_from_mapping({"npu_fraction_min": 0.99, "memory_bytes": used - 1, "ops": {"aten.nonexistent": 1},
+                                  "memory": {"model_size": 1000}}, "test")
+    whats = [v.what for v in check_budget(profile, budget)]
+    assert whats == ["NPU fraction (min)", "op 'aten.nonexistent'", "memory (allocators used)", "memory 'model_size'"]
+
+
+def test_op_type_limit_applies_to_every_matching_event(profile):
+    convs = [e for e in profile["events"] if "aten.convolution.default" in e["op_types"]]
+    assert len(convs) == 5  # three NPU kernels, two CPU fallbacks
+    fastest = min(e["p50_us"] for e in convs)
+    violations = check_budget(profile, budget_from_mapping({"ops": {"aten.convolution.default": fastest + 1e-6}}, "t"))
+    assert len(violations) == len(convs) - 1
+
+
+def test_file_budgets_are_keyed_by_model_and_the_marker_wins(tmp_path, profile):
+    path = tmp_path / "qemu.toml"
+    path.write_text('[synthnet]\ntotal_us = 1\nnpu_fraction_min = 0.1\n[synthnet.ops]\n"0" = 5000\n[other]\ntotal_us = 2\n')
+    file_budget = load_file_budget(path, "synthnet")
+    assert file_budget.total_us == 1 and file_budget.ops == {"0": 5000} and str(path) in file_budget.source
+    assert load_file_budget(path, "absent") is None and load_file_budget(tmp_path / "none.toml", "synthnet") is None
+    merged = merge_budgets(file_budget, budget_from_mapping({"total_us": 1e9}, "marker"))
+    assert merged.total_us == 1e9 and merged.npu_fraction_min == 0.1 and merged.ops == {"0": 5000}
+    assert check_budget(profile, merged) == []
+    assert [v.what for v in check_budget(profile, file_budget)] == ["total latency (Method::execute p50)"]
+
+
+def test_bad_budgets_are_refused_with_their_source(tmp_path):
+    with pytest.raises(BoardConfigError, match=r"budget from m: unknown key\(s\) \['total'\]"):
+        budget_from_mapping({"total": 3}, "m")
+    with pytest.raises(BoardConfigError, match="limit for '0' must be a number"):
+        budget_from_mapping({"ops": {"0": "fast"}}, "m")
+    bad = tmp_path / "b.toml"
+    bad.write_text("[x\n")
+    with pytest.raises(BoardConfigError, match=str(bad)):
+        load_file_budget(bad, "x")
+
+
+def test_the_example_budget_file_parses():
+    from hil.paths import REPO_ROOT
+
+    budget = load_file_budget(REPO_ROOT / "budgets" / "qemu.toml", "cifar10")
+    assert budget is not None and budget.total_us and budget.ops

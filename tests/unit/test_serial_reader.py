@@ -1,0 +1,161 @@
+"""SerialReader against a real local TCP server (pyserial socket://), the way it reads QEMU's UART."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hil.errors import TargetError, TimeoutExpired
+from hil.road.ports import free_tcp_port
+from hil.road.serial_reader import SerialReader
+
+
+class ConsoleServer:
+    """A one-client TCP server standing in for a UART: accept, send, hang up, come back."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.listener: socket.socket | None = None
+        self.client: socket.socket | None = None
+        self._accepted = threading.Event()
+
+    def listen(self) -> "ConsoleServer":
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", self.port))
+        sock.listen(1)
+        self.listener = sock
+        self._accepted.clear()
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def _accept(self) -> None:
+        assert self.listener is not None
+        try:
+            self.client, _ = self.listener.accept()
+        except OSError:
+            return
+        self._accepted.set()
+
+    def send(self, data: bytes, timeout: float = 5.0) -> None:
+        assert self._accepted.wait(timeout), "reader never connected"
+        assert self.client is not None
+        self.client.sendall(data)
+
+    def hang_up(self) -> None:
+        """Close the client connection and stop listening (the USB port vanished / QEMU exited)."""
+        for sock in (self.client, self.listener):
+            if sock is not None:
+                sock.close()
+        self.client = self.listener = None
+
+
+@pytest.fixture
+def server():
+    srv = ConsoleServer(free_tcp_port()).listen()
+    yield srv
+    srv.hang_up()
+
+
+def url(srv: ConsoleServer) -> str:
+    return f"socket://127.0.0.1:{srv.port}"
+
+
+def test_every_byte_reaches_log_and_text(server, tmp_path: Path) -> None:
+    payload = b"".join(f"line {i}\r\n".encode() for i in range(300)) + b"bad \xff\xfe byte\r\n" + "µs done\r\n".encode()
+    log = tmp_path / "serial.log"
+    with SerialReader(url(server), log) as reader:
+        for start in range(0, len(payload), 97):  # odd chunk sizes, split multibyte characters too
+            server.send(payload[start:start + 97])
+        server.hang_up()
+        assert reader.wait_ended(5.0)
+        assert reader.bytes_read == len(payload)
+        assert log.read_bytes() == payload
+        assert reader.text.endswith("µs done\r\n")
+        assert "bad \ufffd\ufffd byte" in reader.text
+        assert reader.lines[0] == "line 0" and reader.lines[299] == "line 299"
+        assert reader.tail(2) == ["bad \ufffd\ufffd byte", "µs done"]
+        assert "port lost" in (reader.end_reason or "")
+
+
+def test_expect_moves_forward(server, tmp_path: Path) -> None:
+    with SerialReader(url(server), tmp_path / "serial.log") as reader:
+        server.send(b"value 1\r\nother\r\nvalue 2\r\n")
+        assert reader.expect(r"value (\d)", 5).group(1) == "1"
+        assert reader.expect(r"value (\d)", 5).group(1) == "2"
+        server.send(b"value 3\r\n")
+        assert reader.expect(r"value (\d)", 5).group(1) == "3"
+
+
+def test_expect_timeout_names_pattern_tail_and_log(server, tmp_path: Path) -> None:
+    log = tmp_path / "serial.log"
+    with SerialReader(url(server), log) as reader:
+        server.send(b"".join(f"boot {i}\r\n".encode() for i in range(15)))
+        reader.expect("boot 14", 5)
+        start = time.monotonic()
+        with pytest.raises(TimeoutExpired) as info:
+            reader.expect(r"Program complete", 0.5)
+        elapsed = time.monotonic() - start
+    message = str(info.value)
+    assert 0.45 <= elapsed < 2.0
+    assert "'Program complete'" in message and "0.5 s" in message
+    assert str(log) in message
+    assert "boot 14" in message and "boot 5" in message and "boot 4" not in message  # the last 10 lines
+
+
+def test_expect_fails_fast_when_port_closes(server, tmp_path: Path) -> None:
+    with SerialReader(url(server), tmp_path / "serial.log") as reader:
+        server.send(b"last words\r\n")
+        reader.expect("last words", 5)
+        server.hang_up()
+        start = time.monotonic()
+        with pytest.raises(TargetError) as info:
+            reader.expect("never printed", 30)
+    assert time.monotonic() - start < 3.0
+    assert not isinstance(info.value, TimeoutExpired)
+    assert "port closed" in str(info.value) and "last words" in str(info.value)
+
+
+def test_reconnect_reopens_same_url_and_marks_log(server, tmp_path: Path) -> None:
+    log = tmp_path / "serial.log"
+    with SerialReader(url(server), log, reconnect=True, reconnect_timeout=10, reconnect_delay=0.05) as reader:
+        server.send(b"before reset\r\n")
+        reader.expect("before reset", 5)
+        server.hang_up()  # the board resets: its USB serial port goes away ...
+        time.sleep(0.4)
+        server.listen()  # ... and comes back under the same name
+        server.send(b"", timeout=10)  # wait for the reader to be back: pyserial's open() drops what arrives during it
+        time.sleep(0.1)
+        server.send(b"after reset\r\n")
+        reader.expect("after reset", 10)
+        assert reader.reconnects == 1
+        assert not reader.ended
+        assert "[hil serial" not in reader.text  # markers live in the log only
+    logged = log.read_text()
+    assert logged.index("before reset") < logged.index("[hil serial: port lost") < logged.index("after reset")
+    assert "[hil serial: reopened" in logged
+
+
+def test_reconnect_gives_up_after_its_timeout(server, tmp_path: Path) -> None:
+    log = tmp_path / "serial.log"
+    with SerialReader(url(server), log, reconnect=True, reconnect_timeout=0.5, reconnect_delay=0.05) as reader:
+        server.send(b"only line\r\n")
+        reader.expect("only line", 5)
+        server.hang_up()
+        assert reader.wait_ended(5.0)
+        with pytest.raises(TargetError, match="port closed"):
+            reader.expect("more", 5)
+    assert "gave up reopening" in log.read_text()
+
+
+def test_open_times_out_naming_the_url(tmp_path: Path) -> None:
+    port = free_tcp_port()  # nobody listens here
+    start = time.monotonic()
+    with pytest.raises(TargetError) as info:
+        SerialReader(f"socket://127.0.0.1:{port}", tmp_path / "serial.log", open_timeout=0.5).start()
+    assert time.monotonic() - start < 3.0
+    assert f"socket://127.0.0.1:{port}" in str(info.value)
