@@ -15,7 +15,7 @@ from typing import Any
 
 from hil import atomic
 from hil.analysis.console import parse_console
-from hil.analysis.profile import build_profile
+from hil.analysis.profile import TimeScale, build_profile
 from hil.aot.export import CompiledModel, export_model
 from hil.boards import open_board
 from hil.boards.base import RunCapture
@@ -61,8 +61,8 @@ def choose_delegate(request: RunRequest) -> str:
     return request.delegate or str(request.board.get("aot.delegate", "none"))
 
 
-def _prepare_image(request: RunRequest, compiled: CompiledModel, timer: StepTimer) -> tuple[Path, float, dict | None]:
-    """The ELF to flash, the ETDump tick rate (ticks per us), and the simulation's ground truth if any."""
+def _prepare_image(request: RunRequest, compiled: CompiledModel, timer: StepTimer) -> tuple[Path, TimeScale, dict | None]:
+    """The ELF to flash, how to read the ETDump's ticks, and the simulation's ground truth if any."""
     cfg = request.board
     if cfg.kind == "qemu":
         from hil.buffers.simulated import simulated_buffer
@@ -75,7 +75,7 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, timer: StepTime
             )
         with timer.step("build_image"):
             image = build_qemu_image(buffer.etdump, buffer.console_lines, **request.image_options)
-        return image, buffer.ticks_per_us, buffer.simulation
+        return image, buffer.time_scale, buffer.simulation
     if cfg.kind == "rt700":
         elf = Path(cfg.require("firmware.elf"))
         if not elf.is_absolute() and cfg.source is not None:
@@ -85,7 +85,7 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, timer: StepTime
                 f"board '{cfg.name}': firmware image {elf} not found; build it with "
                 f"`make firmware BOARD=rt700 MODEL={request.out_dir / 'model.pte'}` or pass --elf"
             )
-        return elf, cfg.clock_mhz, None
+        return elf, TimeScale.core_cycles(cfg.clock_mhz), None
     raise BoardConfigError(f"board '{cfg.name}' ({cfg.source}): unknown kind '{cfg.kind}'")
 
 
@@ -111,15 +111,13 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
         shutil.copyfile(compiled.etrecord_path, out / "etrecord.bin")
         for name, path in compiled.extra.get("artifacts", {}).items():
             shutil.copyfile(path, out / name)
-        image, ticks_per_us, simulation = _prepare_image(request, compiled, timer)
+        image, time_scale, simulation = _prepare_image(request, compiled, timer)
         provenance["firmware_sha256"] = sha256_file(image)
         provenance["firmware"] = str(image)
         if simulation is not None:
             atomic.write_json(out / "simulation.json", simulation)
         capture = _run_on_board(request, image, timer)
         console = parse_console(capture.console)
-        if request.board.kind != "qemu" and console.clock_mhz:
-            ticks_per_us = console.clock_mhz  # the board's own word on its clock wins over the board file
         with timer.step("analyse"):
             profile = build_profile(
                 out / "trace.etdump",
@@ -127,8 +125,9 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
                 board=request.board.name,
                 model=compiled.name,
                 simulated=request.board.kind != "rt700",
-                ticks_per_us=ticks_per_us,
+                time_scale=time_scale,
                 console=console,
+                pte_path=out / "model.pte",
             )
         profile["harness_steps_s"] = {**timer.seconds, **capture.steps_s}
         atomic.write_json(out / "profile.json", profile)

@@ -9,6 +9,7 @@
  *   HIL_CALL_READY=0             never reach the breakpoint, just finish;
  *   HIL_RESULT_SIZE_OVERRIDE=n   publish (and print) size n instead of the real size.
  */
+#include "hil_result.h"
 #include "hw.h"
 
 #ifndef HIL_CALL_READY
@@ -20,23 +21,6 @@ extern const uint8_t hil_console_text[], hil_console_text_end[];
 extern const uint8_t hil_etdump_data[], hil_etdump_data_end[];
 extern uint8_t hil_etdump_ram[]; /* 16-byte aligned, first thing in RAM */
 
-struct hil_etdump_result_t {
-    void *buf;
-    size_t size;
-};
-
-/* The board file's `debug.result_expr`: GDB reads `.buf` and `.size` from here. */
-__attribute__((used)) volatile struct hil_etdump_result_t hil_etdump_result;
-
-/*
- * The board file's `debug.breakpoint`. noipa keeps it a real, separately addressable call that
- * the optimiser cannot inline, clone or drop; the asm body makes it have an effect.
- */
-__attribute__((noinline, noipa, used)) void hil_etdump_ready(void)
-{
-    __asm__ volatile("" ::: "memory");
-}
-
 int main(void)
 {
     uart_init();
@@ -47,8 +31,6 @@ int main(void)
 #ifdef HIL_RESULT_SIZE_OVERRIDE
     size = (size_t)(HIL_RESULT_SIZE_OVERRIDE);
 #endif
-    hil_etdump_result.buf = hil_etdump_ram;
-    hil_etdump_result.size = size;
 
     uart_puts("Result buf: 0x");
     uart_put_hex32((uint32_t)(uintptr_t)hil_etdump_ram);
@@ -57,7 +39,10 @@ int main(void)
     uart_puts("\r\n");
 
 #if HIL_CALL_READY
-    hil_etdump_ready();
+    hil_publish_etdump(hil_etdump_ram, size);
+#else
+    hil_etdump_result.buf = hil_etdump_ram;
+    hil_etdump_result.size = size;
 #endif
 
     uart_puts("Program complete, exiting.\r\n");

@@ -246,6 +246,12 @@ def _export_into(folder: Path, spec: str, delegate: str, options: dict[str, Any]
         "export_s": round(time.perf_counter() - started, 3),
         "extra": extra,
     }
+    try:
+        # Round-tripped so a fresh export returns exactly what a later cache hit reads back
+        # (JSON turns int keys, e.g. of a kernel map, into strings).
+        meta = json.loads(json.dumps(meta))
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"delegate '{delegate}' gave extra data that is not JSON ({exc}) for '{spec}'") from exc
     write_json(folder / META_NAME, meta)
     return meta
 

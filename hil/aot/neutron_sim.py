@@ -6,9 +6,11 @@ ETRecord, Neutron delegate events in the ETDump -- we delegate the same kinds of
 runs and record the same kind of map.  The backend is called ``NeutronSimBackend`` (not
 ``NeutronBackend``) so every table that shows ``delegate_backend_name`` says it is a simulation.
 
-Its payload is JSON describing the kernels (no microcode): no runtime exists for it, so a .pte that
-contains it cannot be executed by the host runtime or a board (loading fails on the unknown backend).
-The simulated ETDump (``hil.buffers.neutron_etdump``) reads the payload back instead.
+Its payload is JSON describing the kernels (no microcode).  No runtime exists for it: the host
+runtime loads such a .pte but loading the method fails ("Backend NeutronSimBackend is not
+registered", error 0x20), as would a board.  That is expected; the simulated ETDump
+(``hil.buffers.neutron_etdump``) reads the payload back instead.  Importing this module registers
+the ``"neutron-sim"`` lowering with ``hil.aot.export``.
 
 Kernels.  A delegated region is split into "Neutron kernels" like the converter fuses TFLite ops:
 an anchor op (convolution, linear/addmm/mm, max/avg pooling, add, mean, cat, or a standalone
@@ -34,10 +36,13 @@ from torch.fx import Node
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
+from executorch.exir import schema
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.utils import tag_constant_data
+
+from hil.aot.export import LoweringPlan, register_lowering
 
 BACKEND_ID = "NeutronSimBackend"
 PAYLOAD_FORMAT = "et-hil/neutron-sim-payload/1"
@@ -295,3 +300,33 @@ def parse_payload(processed: bytes) -> dict:
     if not isinstance(payload, dict) or payload.get("format") != PAYLOAD_FORMAT:
         raise ValueError(f"not a {BACKEND_ID} payload (format {payload.get('format') if isinstance(payload, dict) else None!r})")
     return payload
+
+
+def payload_of(program: schema.Program, delegate: schema.BackendDelegate) -> dict:
+    """The decoded payload of one delegate of a serialized program (inline data, as export writes it)."""
+    if delegate.id != BACKEND_ID:
+        raise ValueError(f"delegate is {delegate.id!r}, not {BACKEND_ID}")
+    if delegate.processed.location != schema.DataLocation.INLINE:
+        raise ValueError("delegate payload is in a segment, not inline (export with extract_delegate_segments=False)")
+    return parse_payload(program.backend_delegate_data[delegate.processed.index].data)
+
+
+def _after_lowering(edge: object, executorch_manager: object) -> dict:
+    """Facts for CompiledModel.extra: per delegate call, its kernels (what the real log's map holds)."""
+    program = executorch_manager.executorch_program
+    plan = program.execution_plan[0]
+    calls = []
+    for instr_id, instr in enumerate(plan.chains[0].instructions):
+        if isinstance(instr.instr_args, schema.DelegateCall):
+            payload = payload_of(program, plan.delegates[instr.instr_args.delegate_index])
+            calls.append({"instruction_id": instr_id, "kernels": [
+                {key: k[key] for key in ("index", "function", "op_types", "debug_handles")} for k in payload["kernels"]]})
+    return {"neutron_sim": {"backend": BACKEND_ID, "simulated": True, "delegate_calls": calls}}
+
+
+def _lowering_plan(source: object, options: object) -> LoweringPlan:
+    """`export_model(delegate="neutron-sim")`: float model, simulated partitioner, no quantization."""
+    return LoweringPlan(partitioners=neutron_sim_partitioners(), after_lowering=_after_lowering)
+
+
+register_lowering("neutron-sim", _lowering_plan)

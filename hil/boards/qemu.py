@@ -68,12 +68,14 @@ class QemuBoard:
                     str(self.cfg.require("qemu.machine")),
                     self.cfg.get("qemu.cpu"),
                     self.qemu_log,
-                ).start()
+                ).launch()
+                # gdb loads the ELF while QEMU boots: the two starts overlap (~0.3 s each).
+                self._gdb = GdbMiSession(self.cfg.gdb, image, self.mi_log)
+                self._qemu.ensure_ready()
                 # The console is open before a single instruction runs (-S): no line is lost.
                 self._serial = SerialReader(
                     f"socket://{LOOPBACK}:{self._qemu.serial_port}", self.serial_log, name=f"{self.name} console"
                 ).start()
-                self._gdb = GdbMiSession(self.cfg.gdb, image, self.mi_log)
                 self._gdb.connect(LOOPBACK, self._qemu.gdb_port)
                 self._wait_serial_attached()
             with self._step("flash"):
@@ -88,6 +90,8 @@ class QemuBoard:
         gdb, serial, qemu = self._gdb, self._serial, self._qemu
         if gdb is None or serial is None or qemu is None or self.image is None:
             raise TargetError(f"board '{self.name}': run() before flash()")
+        if not qemu.alive:
+            raise TargetError(f"board '{self.name}': QEMU is gone (a run ends it); flash() again before run()")
         deadline = time.monotonic() + timeout
         ctx = RunContext(self.name, self.cfg.breakpoint, serial, self.mi_log)
         try:

@@ -37,7 +37,7 @@ from executorch.devtools.etdump import schema_flatcc as fb
 from executorch.exir import schema
 from executorch.exir._serialize._program import deserialize_pte_binary
 
-from hil.aot.neutron_sim import BACKEND_ID, parse_payload
+from hil.aot.neutron_sim import BACKEND_ID, payload_of
 from hil.buffers import cost_model as cm
 from hil.buffers.neutron_records import KernelSlot, U32_MASK, events_from_records, layout_delegate_call
 from hil.errors import AnalysisError, ModelError
@@ -95,10 +95,8 @@ def _steps(program: schema.Program, plan: schema.ExecutionPlan, where: str) -> l
                 if delegate.id != BACKEND_ID:
                     raise ModelError(f"{where}: instruction {instr_id} calls backend {delegate.id!r}; only "
                                      f"{BACKEND_ID} programs can be simulated (run others on a board)")
-                if delegate.processed.location != schema.DataLocation.INLINE:
-                    raise ModelError(f"{where}: delegate {args.delegate_index} payload is not inline")
                 try:
-                    payload = parse_payload(program.backend_delegate_data[delegate.processed.index].data)
+                    payload = payload_of(program, delegate)
                 except ValueError as exc:
                     raise ModelError(f"{where}: delegate at instruction {instr_id}: {exc}") from None
                 steps.append({"kind": "neutron", "chain": chain_index, "instruction_id": instr_id,

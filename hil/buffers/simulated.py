@@ -10,11 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hil.analysis.profile import TimeScale
 from hil.aot.export import CompiledModel, load_inputs
 from hil.buffers.console import ConsoleScript, render_console
 from hil.errors import AnalysisError
-
-NS_PER_US = 1000.0
 
 
 @dataclass
@@ -23,7 +22,7 @@ class SimulatedBuffer:
 
     etdump: bytes
     console_lines: list[str]
-    ticks_per_us: float
+    time_scale: TimeScale
     source: str  # "host-runtime" or "neutron-sim"
     simulation: dict[str, Any] | None = None
 
@@ -56,14 +55,14 @@ def simulated_buffer(
         etdump, simulation = synthesize_neutron_etdump(
             compiled.pte_path, compiled.etrecord_path, iterations=iterations, clock_mhz=clock_mhz, seed=seed, jitter=jitter
         )
-        ticks_per_us, source = clock_mhz, "neutron-sim"
+        time_scale, source = TimeScale.core_cycles(clock_mhz), "neutron-sim"
     else:
         from hil.buffers.host_runtime import host_etdump
 
         etdump = host_etdump(pte, load_inputs(compiled), iterations)
-        simulation, ticks_per_us, source = None, NS_PER_US, "host-runtime"
-    times_us = [ticks / ticks_per_us for ticks in method_execute_ticks(etdump)]
+        simulation, time_scale, source = None, TimeScale.nanoseconds(), "host-runtime"
+    times_us = [ticks / time_scale.ticks_per_us for ticks in method_execute_ticks(etdump)]
     script = ConsoleScript(
         model_name=compiled.name.upper(), model_size=len(pte), clock_mhz=clock_mhz, inference_times_us=times_us
     )
-    return SimulatedBuffer(etdump, render_console(script), ticks_per_us, source, simulation)
+    return SimulatedBuffer(etdump, render_console(script), time_scale, source, simulation)

@@ -21,7 +21,10 @@ from hil.firmware.toolchain import BuildCommandError, compiler_version, find_arm
 from hil.paths import FIRMWARE_DIR, cache_dir
 
 FIRMWARE_SOURCE_DIR = FIRMWARE_DIR / "qemu"
+# The ETDump handshake (result global + breakpoint function) is shared with the RT700 firmware.
+COMMON_SOURCE_DIR = FIRMWARE_DIR / "common"
 SOURCES = ("startup.c", "uart.c", "semihost.c", "main.c")
+COMMON_SOURCES = ("hil_result.c",)
 LINKER_SCRIPT = "link.ld"
 ELF_NAME = "firmware.elf"
 LOG_NAME = "build.log"
@@ -32,7 +35,11 @@ CFLAGS = (
     # No libc: the image brings its own memcpy/memset, which GCC must not turn back into calls.
     "-ffreestanding", "-fno-tree-loop-distribute-patterns",
 )
-LDFLAGS = ("-nostartfiles", "-nostdlib", "-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments")
+# --undefined keeps the breakpoint function even in an image that never calls it (HIL_CALL_READY=0),
+# so that image fails as "never reached", not as "no such breakpoint".
+LDFLAGS = (
+    "-nostartfiles", "-nostdlib", "-Wl,--gc-sections", "-Wl,--no-warn-rwx-segments", "-Wl,--undefined=hil_etdump_ready",
+)
 BUILD_TIMEOUT_S = 120.0
 
 # Code and constants share 4 MB at 0x10000000, the RAM copy and the stack 4 MB at 0x38000000.
@@ -137,9 +144,10 @@ def _cache_key(etdump: bytes, console: bytes, defines: Sequence[str], compiler: 
     add("generator", _GENERATOR_VERSION.encode())
     add("compiler", compiler.encode())
     add("flags", "\0".join((*CFLAGS, *LDFLAGS, *defines)).encode())
-    for source in sorted(FIRMWARE_SOURCE_DIR.iterdir()):
-        if source.suffix in {".c", ".h", ".ld", ".S"}:
-            add(f"source {source.name}", source.read_bytes())
+    for folder in (FIRMWARE_SOURCE_DIR, COMMON_SOURCE_DIR):
+        for source in sorted(folder.iterdir()):
+            if source.suffix in {".c", ".h", ".ld", ".S"}:
+                add(f"source {folder.name}/{source.name}", source.read_bytes())
     add("etdump", hashlib.sha256(etdump).digest())
     add("console", hashlib.sha256(console).digest())
     return digest.hexdigest()
@@ -156,8 +164,9 @@ def _write_inputs(work: Path, etdump: bytes, console: bytes) -> None:
 def _compile_command(gcc: Path, defines: Sequence[str]) -> list[str]:
     """One gcc call compiles and links everything; it runs in the work folder (the .incbin paths)."""
     return [
-        str(gcc), *CFLAGS, *defines, f"-I{FIRMWARE_SOURCE_DIR}",
-        *(str(FIRMWARE_SOURCE_DIR / name) for name in SOURCES), "hil_data.S",
+        str(gcc), *CFLAGS, *defines, f"-I{FIRMWARE_SOURCE_DIR}", f"-I{COMMON_SOURCE_DIR}",
+        *(str(FIRMWARE_SOURCE_DIR / name) for name in SOURCES),
+        *(str(COMMON_SOURCE_DIR / name) for name in COMMON_SOURCES), "hil_data.S",
         f"-T{FIRMWARE_SOURCE_DIR / LINKER_SCRIPT}", *LDFLAGS, "-Wl,-Map=firmware.map", "-lgcc",
         "-o", ELF_NAME,
     ]

@@ -55,9 +55,10 @@ class Violation:
     detail: str = ""
 
     def describe(self) -> str:
-        measured = "not measured" if self.measured is None else f"{self.measured:.6g} {self.unit}"
+        unit = f" {self.unit}" if self.unit else ""
+        measured = "not measured" if self.measured is None else f"{self.measured:.6g}{unit}"
         sense = "min" if self.what.endswith("(min)") else "max"
-        text = f"{self.what}: measured {measured}, limit ({sense}) {self.limit:.6g} {self.unit}"
+        text = f"{self.what}: measured {measured}, limit ({sense}) {self.limit:.6g}{unit}"
         return f"{text} [{self.detail}]" if self.detail else text
 
 

@@ -32,7 +32,7 @@ h3{font-size:15px;margin:18px 0 6px}section.collapsed>div{display:none}
 .line-npu{fill:none;stroke:#2a9d8f;stroke-width:1.5;stroke-dasharray:4 3}
 .point{fill:#264653}.flag{fill:#d62828}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
-td:first-child,th:first-child,td.l{text-align:left}.reg{color:#d62828}.imp{color:#2a9d8f}
+td:first-child,th:first-child,td.l,th.l{text-align:left}.reg{color:#d62828}.imp{color:#2a9d8f}
 .legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}
 """
 
@@ -70,15 +70,16 @@ def _comparison_table(comparison: Comparison, title: str) -> str:
         f"<td>{d.change_pct:+.1f}</td><td>{escape(d.verdict)}</td></tr>"
         for d in rows
     )
-    head = "<tr><th>event</th><th>kind</th><th>op types</th><th>before us</th><th>now us</th><th>change %</th><th></th></tr>"
+    head = "<tr><th>event</th><th class='l'>kind</th><th class='l'>op types</th><th>before us</th><th>now us</th><th>change %</th><th></th></tr>"
     return f"<h3>{escape(title)}</h3><table>{head}{body}</table>"
 
 
-def _recorded_table(recorded: dict[str, Any]) -> str:
+def _recorded_table(recorded: dict[str, Any], title: str = "Latest run against its baseline", limit: int = 20) -> str:
     rows = [e for e in recorded.get("events", []) if e.get("verdict") in ("regression", "improvement")]
     rows.sort(key=lambda e: (e["verdict"] != "regression", -abs(e.get("change_pct") or 0)))
+    rows = rows[:limit]
     if not rows:
-        return "<p>Against the baseline: no regression, no improvement.</p>"
+        return f"<p>{escape(title)}: no regression, no improvement.</p>"
     body = "".join(
         f'<tr class="{"reg" if e["verdict"] == "regression" else "imp"}"><td>{escape(str(e["name"]))}</td>'
         f'<td class="l">{escape(str(e["kind"]))}</td><td class="l">{escape(str(e["op_types"]))}</td>'
@@ -86,8 +87,20 @@ def _recorded_table(recorded: dict[str, Any]) -> str:
         f'<td>{escape(e["verdict"])}</td></tr>'
         for e in rows
     )
-    head = "<tr><th>event</th><th>kind</th><th>op types</th><th>baseline us</th><th>now us</th><th>change %</th><th></th></tr>"
-    return f"<h3>Latest run against its baseline</h3><table>{head}{body}</table>"
+    head = "<tr><th>event</th><th class='l'>kind</th><th class='l'>op types</th><th>baseline us</th><th>now us</th><th>change %</th><th></th></tr>"
+    return f"<h3>{escape(title)}</h3><table>{head}{body}</table>"
+
+
+def _flagged_runs(runs: list[dict[str, Any]], points: list[svg.TrendPoint]) -> str:
+    """Every flagged run but the latest, with the worst rows of its baseline comparison."""
+    parts = []
+    for run, point in list(zip(runs, points))[:-1]:
+        if not point.flagged:
+            continue
+        title = f"Flagged run {point.label}: {point.flagged}"
+        recorded = run.get("comparison")
+        parts.append(_recorded_table(recorded, title, limit=5) if recorded else f"<h3>{escape(title)}</h3>")
+    return "\n".join(parts)
 
 
 def _section(model: str, board: str, runs: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> str:
@@ -117,6 +130,7 @@ def _section(model: str, board: str, runs: list[dict[str, Any]], profiles: list[
     ]
     if latest_run.get("comparison"):
         parts.append(_recorded_table(latest_run["comparison"]))
+    parts.append(_flagged_runs(runs, points))
     if len(profiles) > 1:
         parts.append(_comparison_table(compare_profiles(profiles[-2], latest), "Latest run against the previous run"))
     parts.append("</div></section>")

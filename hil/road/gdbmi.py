@@ -96,9 +96,14 @@ class GdbMiSession:
         self._events: list[dict[str, Any]] = []
         self._streams: list[str] = []
         self._closed = False
-        # Asynchronous MI: gdb keeps reading commands while the target runs, so -exec-interrupt works.
-        self.command("-gdb-set mi-async on")
-        self.command("-gdb-set confirm off")
+        try:
+            # Asynchronous MI: gdb keeps reading commands while the target runs, so -exec-interrupt
+            # works (with the default synchronous mode gdb ignores stdin until the target stops).
+            self.command("-gdb-set mi-async on")
+            self.command("-gdb-set confirm off")
+        except BaseException:
+            self.close()
+            raise
 
     # -- plumbing --------------------------------------------------------------------------
 

@@ -47,25 +47,54 @@ class QemuProcess:
         return argv
 
     def start(self, timeout: float = START_TIMEOUT_S) -> "QemuProcess":
-        """Start QEMU and wait until both its sockets accept connections."""
-        last_error: TargetError | None = None
+        """Start QEMU and wait until both its sockets listen (retrying when a port was taken)."""
+        last_error: TimeoutExpired | None = None
         for _attempt in range(START_ATTEMPTS):
-            self.gdb_port, self.serial_port = free_tcp_port(), free_tcp_port()
-            while self.serial_port == self.gdb_port:
-                self.serial_port = free_tcp_port()
-            self.process = ManagedProcess(self.argv(), "qemu", self.log_path).start()
+            self.launch()
             try:
-                deadline = time.monotonic() + timeout
-                for port, what in ((self.gdb_port, "GDB stub"), (self.serial_port, "UART socket")):
-                    wait_for_listen(port, deadline, what=f"QEMU {what}", alive=lambda: self.process.alive)
-                return self
+                return self.wait_ready(timeout)
             except TimeoutExpired as exc:
-                status = self.process.close()
-                last_error = TimeoutExpired(f"{exc} (exit status {status}; log: {self.log_path})")
+                last_error = exc
                 if not _port_clash(self.log_path):
                     break
         assert last_error is not None
         raise last_error
+
+    def launch(self) -> "QemuProcess":
+        """Start the QEMU process on fresh ports without waiting; pair with `wait_ready()`.
+
+        Split from `start()` so a caller can do other slow work (starting gdb) while QEMU boots.
+        """
+        if self.process is not None:
+            self.process.close()
+        self.gdb_port, self.serial_port = free_tcp_port(), free_tcp_port()
+        while self.serial_port == self.gdb_port:
+            self.serial_port = free_tcp_port()
+        self.process = ManagedProcess(self.argv(), "qemu", self.log_path).start()
+        return self
+
+    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> "QemuProcess":
+        """Wait until the GDB stub and the UART socket listen; on failure QEMU is stopped and its log named."""
+        process = self.process
+        if process is None:
+            raise TargetError("QEMU: wait_ready() before launch()")
+        deadline = time.monotonic() + timeout
+        try:
+            for port, what in ((self.gdb_port, "GDB stub"), (self.serial_port, "UART socket")):
+                wait_for_listen(port, deadline, what=f"QEMU {what}", alive=lambda: process.alive)
+        except TimeoutExpired as exc:
+            status = process.close()
+            raise TimeoutExpired(f"{exc} (exit status {status}; log: {self.log_path})") from exc
+        return self
+
+    def ensure_ready(self, timeout: float = START_TIMEOUT_S) -> "QemuProcess":
+        """`wait_ready()` after `launch()`, falling back to a full `start()` when a port was taken meanwhile."""
+        try:
+            return self.wait_ready(timeout)
+        except TimeoutExpired:
+            if not _port_clash(self.log_path):
+                raise
+        return self.start(timeout)
 
     @property
     def alive(self) -> bool:

@@ -81,7 +81,8 @@ def test_second_call_is_a_fast_cache_hit(cifar10: Timed) -> None:
     elapsed = time.perf_counter() - started
     first = cifar10.compiled
     assert again.cached
-    assert (again.pte_path, again.etrecord_path, again.inputs_path) == (first.pte_path, first.etrecord_path, first.inputs_path)
+    paths = ("pte_path", "etrecord_path", "inputs_path")
+    assert [getattr(again, p) for p in paths] == [getattr(first, p) for p in paths]
     assert again.cache_key == first.cache_key
     assert elapsed < min(0.5, cifar10.seconds / 10), (elapsed, cifar10.seconds)
 
@@ -114,6 +115,10 @@ def test_editing_the_model_file_misses_the_cache(tmp_path: Path) -> None:
     user.write_text(original)
     back = export_model(f"{user}:factory", cache=cache)
     assert back.cached and back.pte_path == first.pte_path
+    # An entry someone damaged by hand is rebuilt, not served.
+    back.etrecord_path.unlink()
+    rebuilt = export_model(f"{user}:factory", cache=cache)
+    assert not rebuilt.cached and rebuilt.etrecord_path.is_file() and rebuilt.pte_path == first.pte_path
 
 
 def test_key_depends_on_delegate_and_options_not_their_order(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -141,11 +146,37 @@ def test_lazy_delegate_whose_module_is_absent_says_so(monkeypatch: pytest.Monkey
         export_model("cifar10", delegate="ghost", cache=tmp_path)
 
 
-def test_registered_lowering_quantizes_partitions_and_keeps_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A delegate plugged in by name: its quantize hook runs before export, its partitioner really
-    delegates (XNNPACK, present in this runtime), and its extra survives a cache hit."""
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+def _relu_partitioner() -> Any:
+    """A real ExecuTorch partitioner that hands every ReLU to a stand-in backend.
 
+    Exercises the same to_backend machinery a Neutron delegate uses, in well under a second
+    (XNNPACK's lowering takes ~14 s here, too slow for a unit test).
+    """
+    from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
+    from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
+
+    class HilTestReluBackend(BackendDetails):  # found by class name when lowering
+        @staticmethod
+        def preprocess(edge_program: Any, compile_specs: Any) -> PreprocessResult:
+            return PreprocessResult(processed_bytes=b"relu")
+
+    class ReluPartitioner(Partitioner):
+        def partition(self, exported_program: Any) -> PartitionResult:
+            spec = DelegationSpec(HilTestReluBackend.__name__, [])
+            tags = {}
+            for index, node in enumerate(exported_program.graph_module.graph.nodes):
+                if node.op == "call_function" and "relu" in str(node.target):
+                    node.meta["delegation_tag"] = tags.setdefault(f"relu{index}", f"relu{index}")
+            return PartitionResult(exported_program, {tag: spec for tag in tags})
+
+    return ReluPartitioner()
+
+
+def test_registered_lowering_quantizes_partitions_and_keeps_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A delegate plugged in by name: its quantize hook runs before export, its partitioner really
+    delegates, and its extra survives a cache hit."""
     monkeypatch.setattr(export_mod, "_LOWERINGS", dict(export_mod._LOWERINGS))
     calls: list[str] = []
 
@@ -154,23 +185,33 @@ def test_registered_lowering_quantizes_partitions_and_keeps_extra(monkeypatch: p
         return module
 
     def after(edge: Any, program: Any) -> dict[str, Any]:
-        return {"program_bytes": len(program.buffer)}
+        return {"program_bytes": len(program.buffer), "kernel_map": {0: (3, 4)}}
 
     def lowering(source: Any, options: Any) -> LoweringPlan:
-        return LoweringPlan(quantize=quantize, partitioners=[XnnpackPartitioner()], after_lowering=after,
-                            extra={"backend": "xnnpack", "options": dict(options)})
+        return LoweringPlan(quantize=quantize, partitioners=[_relu_partitioner()], after_lowering=after,
+                            extra={"backend": "relu-test", "options": dict(options)})
 
-    register_lowering("test-xnnpack", lowering)
+    register_lowering("test-relu", lowering)
     spec = f"{SMALL_CNN}:factory"
-    compiled = export_model(spec, delegate="test-xnnpack", cache=tmp_path, options={"profile": True})
+    compiled = export_model(spec, delegate="test-relu", cache=tmp_path, options={"profile": True})
     assert calls == ["SmallCnn"]
     assert compiled.delegated and not compiled.cached
-    assert compiled.extra == {"backend": "xnnpack", "options": {"profile": True},
+    # Exactly what a cache hit reads back from JSON: int keys become strings, tuples lists.
+    assert compiled.extra == {"backend": "relu-test", "options": {"profile": True}, "kernel_map": {"0": [3, 4]},
                               "program_bytes": compiled.pte_path.stat().st_size}
-    again = export_model(spec, delegate="test-xnnpack", cache=tmp_path, options={"profile": True})
+    assert b"HilTestReluBackend" in compiled.pte_path.read_bytes()
+    again = export_model(spec, delegate="test-relu", cache=tmp_path, options={"profile": True})
     assert again.cached and again.extra == compiled.extra and calls == ["SmallCnn"]
     plain = export_model(spec, cache=tmp_path)
     assert not plain.delegated and plain.cache_key != compiled.cache_key
+
+
+def test_extra_that_is_not_json_is_a_model_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(export_mod, "_LOWERINGS", dict(export_mod._LOWERINGS))
+    register_lowering("bad-extra", lambda source, options: LoweringPlan(extra={"blob": object()}))
+    with pytest.raises(ModelError, match="delegate 'bad-extra' gave extra data that is not JSON"):
+        export_model(f"{SMALL_CNN}:factory", delegate="bad-extra", cache=tmp_path)
+    assert list((tmp_path / "models").iterdir()) == []
 
 
 def test_export_failure_is_a_model_error_and_caches_nothing(tmp_path: Path) -> None:
@@ -195,14 +236,6 @@ def test_missing_inputs_file_is_a_model_error(cifar10: Timed, tmp_path: Path) ->
     broken = CompiledModel(**{**cifar10.compiled.__dict__, "inputs_path": tmp_path / "gone.pt"})
     with pytest.raises(ModelError, match="gone.pt"):
         load_inputs(broken)
-
-
-def test_entry_with_a_deleted_file_is_rebuilt(tmp_path: Path) -> None:
-    spec = f"{SMALL_CNN}:factory"
-    first = export_model(spec, cache=tmp_path)
-    first.etrecord_path.unlink()
-    again = export_model(spec, cache=tmp_path)
-    assert not again.cached and again.etrecord_path.is_file()
 
 
 # --- hil.aot.cache ----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from hil.firmware.qemu_image import build_qemu_image
 from hil.paths import FIRMWARE_DIR
 from hil.road.gdbmi import GdbMiSession
 from hil.road.ports import LOOPBACK
-from hil.road.process import live_children, os_children
+from hil.road.process import close_all, live_children, os_children
 from hil.road.qemu import QemuProcess
 
 ETDUMP_SIZE = 1 << 20
@@ -64,9 +64,10 @@ def spin_elf(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def no_orphans() -> Iterator[None]:
     yield
-    assert live_children() == []
+    leaked = live_children()
     leftovers = [(pid, name) for pid, name in os_children() if name.startswith(("qemu", "gdb"))]
-    assert leftovers == []
+    close_all()  # one leak must not fail every later test too
+    assert leaked == [] and leftovers == []
 
 
 def attach(elf: Path, workdir: Path) -> tuple[QemuProcess, GdbMiSession]:
@@ -125,7 +126,7 @@ def test_break_at_function_read_and_dump_agree(replay, etdump: bytes, tmp_path: 
 
 def test_break_at_file_line(replay) -> None:
     _qemu, gdb = replay
-    line = next(n for n, text in enumerate(MAIN_C.read_text().splitlines(), 1) if text.strip() == "hil_etdump_ready();")
+    line = next(n for n, text in enumerate(MAIN_C.read_text().splitlines(), 1) if "Program complete" in text)
     gdb.break_insert(f"main.c:{line}")
     stop = gdb.continue_until_stop(10)
     assert (stop.reason, stop.frame_func) == ("breakpoint-hit", "main")
@@ -181,3 +182,10 @@ def test_gdb_killed_is_an_error_not_a_hang(spinning) -> None:
     with pytest.raises(TargetError, match="gdb exited"):
         gdb.evaluate("1")
     assert time.monotonic() - start < 2.0
+
+
+def test_missing_gdb_or_elf_is_named(replay_elf: Path, tmp_path: Path) -> None:
+    with pytest.raises(TargetError, match="cannot start 'no-such-gdb'"):
+        GdbMiSession("no-such-gdb", replay_elf, tmp_path / "mi.log")
+    with pytest.raises(TargetError, match="ELF not found: .*missing.elf"):
+        GdbMiSession("gdb-multiarch", tmp_path / "missing.elf", tmp_path / "mi.log")

@@ -12,7 +12,7 @@ from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 from executorch.exir._serialize._program import deserialize_pte_binary
 
 from hil.aot.neutron_sdk import lower_with_neutron_sdk, parse_neutron_map, parse_neutron_maps, sdk_available, sdk_reason
-from hil.aot.neutron_sim import BACKEND_ID, FunctionCode, neutron_sim_partitioners, parse_payload
+from hil.aot.neutron_sim import BACKEND_ID, FunctionCode, neutron_sim_partitioners, payload_of
 from hil.errors import ModelError
 
 
@@ -52,9 +52,7 @@ def payloads(prog) -> dict[int, dict]:
     out = {}
     for i, ins in enumerate(plan.chains[0].instructions):
         if hasattr(ins.instr_args, "delegate_index"):
-            delegate = plan.delegates[ins.instr_args.delegate_index]
-            assert delegate.id == BACKEND_ID
-            out[i] = parse_payload(program.backend_delegate_data[delegate.processed.index].data)
+            out[i] = payload_of(program, plan.delegates[ins.instr_args.delegate_index])
     return out
 
 
@@ -123,3 +121,21 @@ def test_parse_neutron_map_from_log() -> None:
         parse_neutron_map("INFO:root:nothing here\n")
     with pytest.raises(ModelError, match="int"):
         parse_neutron_map("Neutron to Edge map was created: {0: ('a',)}\n")
+
+
+def test_export_model_plugs_in_the_simulated_delegate(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HIL_CACHE_DIR", str(tmp_path / "cache"))
+    spec = tmp_path / "tiny.py"
+    spec.write_text(
+        "import torch\nfrom torch import nn\n"
+        "def make():\n"
+        "    torch.manual_seed(0)\n"
+        "    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(16, 3), nn.Softmax(1)), "
+        "(torch.randn(1, 3, 4, 4),)\n")
+    from hil.aot.export import export_model
+
+    compiled = export_model(f"{spec}:make", delegate="neutron-sim")
+    assert compiled.delegated
+    calls = compiled.extra["neutron_sim"]["delegate_calls"]
+    assert [[k["function"] for k in c["kernels"]] for c in calls] == [["CONV2D"], ["FULLY_CONNECTED"]]
+    assert calls[0]["kernels"][0]["op_types"] == ["aten.convolution.default", "aten.relu.default"]

@@ -16,7 +16,9 @@ from hil.boards.qemu import QemuBoard
 from hil.config import BoardConfig, load_board_config
 from hil.errors import BoardConfigError, TargetError, TimeoutExpired
 from hil.firmware.qemu_image import build_qemu_image
-from hil.road.process import os_children
+from hil.road.process import ManagedProcess, live_children, os_children
+from hil.road.qemu import QemuProcess
+from hil.road.ports import port_listening
 
 from test_gdbmi import no_orphans, spin_elf  # noqa: F401  (shared fixtures: orphan check, never-ending target)
 
@@ -160,3 +162,40 @@ def test_unknown_board_kind(cfg, tmp_path: Path) -> None:
     odd = BoardConfig(name="odd", kind="fpga", source=None, data={"board": {"kind": "fpga"}})
     with pytest.raises(BoardConfigError, match="unknown kind 'fpga'"):
         open_board(odd, tmp_path)
+
+
+def test_managed_process_close_ends_its_whole_group(tmp_path: Path) -> None:
+    log = tmp_path / "sleeper.log"
+    # A shell that leaves a grandchild behind: closing must end both (one process group).
+    proc = ManagedProcess(["sh", "-c", "sleep 60 & echo grandchild=$!; wait"], "sleeper", log).start()
+    deadline = time.monotonic() + 5
+    while not (found := re.search(r"^grandchild=(\d+)$", log.read_text(), re.M)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert found, log.read_text()
+    grandchild = int(found.group(1))
+    assert proc in live_children()
+    with pytest.raises(TimeoutExpired, match=r"sleeper \(pid \d+\) still running after 0.1 s"):
+        proc.wait(0.1)
+    proc.close()
+    assert proc.returncode is not None and proc not in live_children()
+    time.sleep(0.1)
+    state = Path(f"/proc/{grandchild}/stat")
+    assert not state.exists() or state.read_text().split(") ")[1].startswith("Z")
+    assert "[sleeper ended" in log.read_text()
+
+
+def test_qemu_process_listens_and_closes(tmp_path: Path) -> None:
+    qemu = QemuProcess("qemu-system-arm", "mps2-an505", "cortex-m33", tmp_path / "qemu.log").start()
+    try:
+        assert qemu.alive and port_listening(qemu.gdb_port) and port_listening(qemu.serial_port)
+        assert qemu.exit_status(timeout=0.1) is None  # halted (-S), not exited
+    finally:
+        qemu.close()
+    assert not qemu.alive and not port_listening(qemu.gdb_port)
+
+
+def test_qemu_that_cannot_start_names_its_log(tmp_path: Path) -> None:
+    qemu = QemuProcess("qemu-system-arm", "no-such-machine", None, tmp_path / "qemu.log")
+    with pytest.raises(TimeoutExpired, match="exited before .* was listening.*qemu.log"):
+        qemu.start(timeout=10)
+    assert "no-such-machine" in (tmp_path / "qemu.log").read_text()

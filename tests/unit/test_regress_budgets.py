@@ -40,9 +40,9 @@ def test_npu_fraction_memory_and_unknown_op_fail(profile):
     used = memory_footprint(profile["memory"])
     assert used == 4037 + 41262
     budget = budget_from_mapping({"npu_fraction_min": 0.99, "memory_bytes": used - 1, "ops": {"aten.nonexistent": 1},
-                                  "memory": {"model_size": 1000}}, "test")
+                                  "memory": {"model_size_bytes": 1000}}, "test")
     whats = [v.what for v in check_budget(profile, budget)]
-    assert whats == ["NPU fraction (min)", "op 'aten.nonexistent'", "memory (allocators used)", "memory 'model_size'"]
+    assert whats == ["NPU fraction (min)", "op 'aten.nonexistent'", "memory (allocators used)", "memory 'model_size_bytes'"]
 
 
 def test_op_type_limit_applies_to_every_matching_event(profile):

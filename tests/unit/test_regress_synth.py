@@ -80,7 +80,7 @@ def synth_profile(
         "npu_fraction": npu_total / total,
         "cpu_fallback_ops": ["aten.convolution.default", "aten._softmax.default"],
         "memory": {"allocators": {"method_allocator": {"used": 4037, "total": 524288},
-                                  "temp_allocator": {"used": 41262, "total": 524288}}, "model_size": 120000},
+                                  "temp_allocator": {"used": 41262, "total": 524288}}, "model_size_bytes": 120000},
     }
 
 

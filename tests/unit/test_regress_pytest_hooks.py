@@ -1,0 +1,80 @@
+"""The pytest side in a real pytest session (a child process): marker budgets, baseline failures,
+history rows, JUnit properties and OpenMetrics, on run folders the tests write themselves."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from hil.regress import history
+from hil.regress.baseline import write_baseline
+from hil.regress.runs import LoadedRun
+from test_regress_synth import synth_profile
+
+HERE = Path(__file__).resolve().parent
+
+SUITE = '''
+import os, sys
+from pathlib import Path
+import pytest
+from hil import atomic
+sys.path.insert(0, {here!r})
+from test_regress_synth import synth_profile
+
+def _run(request, name, **kw):
+    folder = Path(os.environ["RUNS"]) / name
+    atomic.write_json(folder / "profile.json", synth_profile(**kw))
+    atomic.write_json(folder / "manifest.json", {{"git_commit": "feed", "board": "qemu", "model": "synthnet"}})
+    (folder / "serial.log").write_text("Inference time: 1 us\\n")
+    request.node.user_properties.append(("hil_artifacts", str(folder)))
+
+@pytest.mark.hil_budget(total_us=1, ops={{"0": 1e9}})
+def test_over_budget(request):
+    _run(request, "budget", seed=1)
+
+def test_slow_kernel(request):
+    _run(request, "slow", seed=2, slow={{("npu_kernel", "1", 0): 1.2}})
+
+def test_fine(request):
+    _run(request, "fine", seed=3)
+
+def test_fixture_budget(hil_budget):
+    hil_budget(synth_profile(seed=4), npu_fraction_min=0.999)
+'''
+
+
+def test_budgets_baselines_history_and_junit_in_a_pytest_session(tmp_path):
+    (tmp_path / "test_suite.py").write_text(SUITE.format(here=str(HERE)))
+    write_baseline(LoadedRun(synth_profile(seed=0), tmp_path / "x"), tmp_path / "baselines")
+    db, xml, metrics = tmp_path / "h.db", tmp_path / "out.xml", tmp_path / "metrics.txt"
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "test_suite.py",
+         "--hil-baseline", "baselines", "--hil-history", str(db), f"--junitxml={xml}", "--hil-openmetrics", str(metrics)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "RUNS": str(tmp_path / "runs")},
+    )
+    out = res.stdout
+    assert res.returncode == 1, out + res.stderr
+    assert "FAILED test_suite.py::test_over_budget" in out and "FAILED test_suite.py::test_slow_kernel" in out
+    assert "PASSED test_suite.py::test_fine" in out and "FAILED test_suite.py::test_fixture_budget" in out
+    assert "budget exceeded for model 'synthnet' on board 'qemu'" in out and "limit (max) 1 us" in out
+    assert f"artifacts: {tmp_path / 'runs' / 'budget'}" in out
+    assert "performance regression" in out and "npu kernel 1" in out
+    assert "aten.convolution.default" in out and f"artifacts: {tmp_path / 'runs' / 'slow'}" in out
+    assert "NPU fraction (min)" in out
+    conn = history.open_existing(db)
+    try:
+        runs = {Path(r["artifacts"]).name: r for r in history.read_runs(conn)}
+    finally:
+        conn.close()
+    assert {k: v["passed"] for k, v in runs.items()} == {"budget": 0, "slow": 0, "fine": 1}
+    assert runs["slow"]["comparison"]["has_regression"] and runs["fine"]["git_commit"] == "feed"
+    cases = {c.get("name"): c for c in ET.parse(xml).getroot().iter("testcase")}
+    props = {p.get("name"): p.get("value") for p in cases["test_fine"].iter("property")}
+    assert float(props["hil.synthnet.total_us"]) > 0 and "hil.synthnet.npu_fraction" in props
+    assert props["hil_artifacts"].endswith("fine")
+    text = metrics.read_text()
+    assert text.endswith("# EOF\n") and text.count("hil_latency_microseconds{") == 3
+    assert (tmp_path / "runs" / "fine" / "trace.json").is_file()
