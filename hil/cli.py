@@ -33,6 +33,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         board=board_from_args(args),
         out_dir=args.out,
         iterations=args.iterations,
+        warmup=args.warmup,
         timeout_s=args.timeout,
         delegate="none" if args.no_delegate else args.delegate,
         seed=args.seed,
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", required=True, help="built-in name (cifar10, ds_cnn, ...) or path/to/file.py:factory")
     run.add_argument("--out", type=Path, required=True, help="folder for the run's artifacts")
     run.add_argument("--iterations", type=int, default=5, help="inferences profiled (default 5)")
+    run.add_argument("--warmup", type=int, default=0, help="inferences run first and not counted")
     run.add_argument("--timeout", type=float, default=None, help="seconds for the board run (default: board file)")
     run.add_argument("--delegate", default=None, help="none, neutron-sim or neutron (default: board file)")
     run.add_argument("--no-delegate", action="store_true", help="keep a CPU-only program")

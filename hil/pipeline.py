@@ -22,6 +22,7 @@ from hil.boards.base import RunCapture
 from hil.config import BoardConfig
 from hil.errors import BoardConfigError, HilError
 from hil.manifest import sha256_file, write_manifest
+from hil.regress.stats import drop_warmup
 from hil.steps import StepTimer
 
 DEFAULT_ITERATIONS = 5
@@ -35,6 +36,7 @@ class RunRequest:
     board: BoardConfig
     out_dir: Path
     iterations: int = DEFAULT_ITERATIONS
+    warmup: int = 0
     timeout_s: float | None = None
     delegate: str | None = None
     seed: int = 0
@@ -56,9 +58,21 @@ class RunResult:
         return self.out_dir / "profile.json"
 
 
-def choose_delegate(request: RunRequest) -> str:
-    """The request wins; otherwise the board file's `[aot].delegate`; otherwise a CPU-only program."""
-    return request.delegate or str(request.board.get("aot.delegate", "none"))
+def choose_delegate(request: RunRequest, report: Callable[[str], None] | None = None) -> str:
+    """The request wins; otherwise the board file's `[aot].delegate`; otherwise a CPU-only program.
+
+    "auto" takes the real Neutron backend when the eIQ Neutron SDK imports, and otherwise says so in
+    one line and takes the simulated one.
+    """
+    delegate = request.delegate or str(request.board.get("aot.delegate", "none"))
+    if delegate != "auto":
+        return delegate
+    from hil.aot.neutron_sdk import sdk_available, sdk_reason
+
+    if sdk_available():
+        return "neutron"
+    (report or print)(f"[hil] {sdk_reason()}; using the simulated Neutron backend")
+    return "neutron-sim"
 
 
 def _prepare_image(request: RunRequest, compiled: CompiledModel, timer: StepTimer) -> tuple[Path, TimeScale, dict | None]:
@@ -71,7 +85,7 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, timer: StepTime
         jitter = request.jitter if request.jitter is not None else float(cfg.get("simulation.jitter", 0.0))
         with timer.step("simulate_etdump"):
             buffer = simulated_buffer(
-                compiled, iterations=request.iterations, clock_mhz=cfg.clock_mhz, seed=request.seed, jitter=jitter
+                compiled, iterations=request.iterations + request.warmup, clock_mhz=cfg.clock_mhz, seed=request.seed, jitter=jitter
             )
         with timer.step("build_image"):
             image = build_qemu_image(buffer.etdump, buffer.console_lines, **request.image_options)
@@ -100,17 +114,18 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
         "board_file": str(request.board.source) if request.board.source else None,
         "board_file_sha256": sha256_file(request.board.source) if request.board.source else None,
         "iterations": request.iterations,
+        "warmup": request.warmup,
         "status": "failed",
     }
     try:
-        delegate = choose_delegate(request)
+        delegate = choose_delegate(request, report)
         with timer.step("aot"):
             compiled = export_model(request.model, delegate=delegate)
         provenance.update(aot_cache_key=compiled.cache_key, aot_cached=compiled.cached, delegate=delegate)
         shutil.copyfile(compiled.pte_path, out / "model.pte")
         shutil.copyfile(compiled.etrecord_path, out / "etrecord.bin")
-        for name, path in compiled.extra.get("artifacts", {}).items():
-            shutil.copyfile(path, out / name)
+        if compiled.extra.get("conversion_log"):
+            atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
         image, time_scale, simulation = _prepare_image(request, compiled, timer)
         provenance["firmware_sha256"] = sha256_file(image)
         provenance["firmware"] = str(image)
@@ -129,6 +144,7 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
                 console=console,
                 pte_path=out / "model.pte",
             )
+        profile = drop_warmup(profile, request.warmup)
         profile["harness_steps_s"] = {**timer.seconds, **capture.steps_s}
         atomic.write_json(out / "profile.json", profile)
         provenance["status"] = "passed"

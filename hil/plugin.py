@@ -70,9 +70,11 @@ def hil_profile(
         out = hil_artifacts_dir / (subdir or _folder_name(model.split(":")[-1] if ":" in model else model))
         options.setdefault("iterations", config.getoption("hil_iterations"))
         options.setdefault("timeout_s", config.getoption("hil_timeout"))
+        options.setdefault("warmup", config.getoption("hil_warmup"))
         board = options.pop("board", hil_board)
-        result = run_profile(RunRequest(model=model, board=board, out_dir=out, **options))
-        request.node.user_properties.append(("hil_artifacts", str(out)))
-        return result
+        try:
+            return run_profile(RunRequest(model=model, board=board, out_dir=out, **options))
+        finally:  # failed runs are reported (history, JUnit) too
+            request.node.user_properties.append(("hil_artifacts", str(out)))
 
     return profile

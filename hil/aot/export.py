@@ -3,7 +3,7 @@
 torch.export -> (optional quantization) -> to_edge_transform_and_lower(generate_etrecord=True)
 -> to_executorch -> model.pte, etrecord.bin, inputs.pt, meta.json in
 `<cache>/models/<name>-<key16>/`. The key covers everything that changes the bytes: the model's
-source files, every module of hil/aot, the delegate and its lowering code, the options, and the
+source files, the export/model code, the delegate and its lowering code, the options, and the
 torch / executorch / et-hil versions. A cache hit reads meta.json and never imports torch.
 
 Delegates plug in by name (`register_lowering`), so the simulated and the real Neutron backends
@@ -36,13 +36,11 @@ if TYPE_CHECKING:
 PTE_NAME, ETRECORD_NAME, INPUTS_NAME, META_NAME = "model.pte", "etrecord.bin", "inputs.pt", "meta.json"
 META_SCHEMA = "et-hil/model/1"
 VERSIONED_PACKAGES = ("torch", "executorch", "et-hil")
-# The code that shapes the artifact is part of the key, so editing it never serves a stale .pte:
-# every module of this package (models, export, in-tree lowerings), read at key time.
+# The code that shapes every artifact is part of the key, so editing it never serves a stale .pte.
+# A delegate's own code is keyed separately (see _lowering_key_files), so editing one delegate
+# leaves the other delegates' cache entries valid.
 _AOT_DIR = Path(__file__).resolve().parent
-
-
-def _pipeline_files() -> list[Path]:
-    return sorted(_AOT_DIR.glob("*.py"))
+_PIPELINE_FILES = tuple(_AOT_DIR / name for name in ("export.py", "models.py", "cache.py", "cifarnet.py"))
 
 
 @dataclass(frozen=True)
@@ -89,11 +87,12 @@ class _Lowering:
 
 
 _LOWERINGS: dict[str, _Lowering] = {}
-# Delegates that live in their own module, imported on first use; that module calls
-# register_lowering(). Their files are found without importing them, for the cache key.
-LAZY_LOWERING_MODULES: dict[str, str] = {
-    "neutron-sim": "hil.aot.neutron_sim",
-    "neutron": "hil.aot.neutron",
+# Delegates that live in their own modules, imported on first use: the first module calls
+# register_lowering(); all of them are the delegate's code for the cache key. They are located
+# without being imported, so a cache hit for them needs no torch either.
+LAZY_LOWERING_MODULES: dict[str, tuple[str, ...]] = {
+    "neutron-sim": ("hil.aot.neutron_sim",),
+    "neutron": ("hil.aot.neutron_sdk",),
 }
 
 
@@ -118,25 +117,28 @@ def available_delegates() -> list[str]:
 
 
 def _lowering_key_files(delegate: str) -> tuple[Path, ...]:
-    """Files of the delegate's lowering code. A lazy delegate is keyed by its module file whether or
-    not it was imported yet, so a fresh process computes the same key as the one that exported."""
+    """Files of the delegate's lowering code. A lazy delegate is keyed by its module files whether
+    or not they were imported yet, so a fresh process computes the key the exporting one did."""
     if delegate in LAZY_LOWERING_MODULES:
-        module = LAZY_LOWERING_MODULES[delegate]
-        try:
-            spec = importlib.util.find_spec(module)
-        except ImportError:
-            spec = None
-        if spec is None or not spec.origin:
-            raise ModelError(f"delegate '{delegate}' is provided by {module}, which is not installed")
-        return (Path(spec.origin),)
+        return tuple(_module_origin(delegate, module) for module in LAZY_LOWERING_MODULES[delegate])
     if delegate in _LOWERINGS:
         return _LOWERINGS[delegate].key_files
     raise ModelError(f"unknown delegate '{delegate}'; available: {', '.join(available_delegates())}")
 
 
+def _module_origin(delegate: str, module: str) -> Path:
+    try:
+        spec = importlib.util.find_spec(module)
+    except ImportError:
+        spec = None
+    if spec is None or not spec.origin:
+        raise ModelError(f"delegate '{delegate}' is provided by {module}, which is not installed")
+    return Path(spec.origin)
+
+
 def _lowering(delegate: str) -> _Lowering:
     if delegate not in _LOWERINGS and delegate in LAZY_LOWERING_MODULES:
-        module = LAZY_LOWERING_MODULES[delegate]
+        module = LAZY_LOWERING_MODULES[delegate][0]
         try:
             importlib.import_module(module)
         except ImportError as exc:
@@ -151,7 +153,7 @@ def cache_key(spec: str, *, delegate: str = "none", options: Mapping[str, Any] |
     resolved = resolve_spec(spec)
     key = ContentKey(META_SCHEMA)
     key.add_files(resolved.source_files).add_text("factory", resolved.factory or "")
-    key.add_files(_pipeline_files()).add_files(_lowering_key_files(delegate))
+    key.add_files(_PIPELINE_FILES).add_files(_lowering_key_files(delegate))
     key.add_text("delegate", delegate).add_json("options", dict(options or {}))
     key.add_json("versions", package_versions(*VERSIONED_PACKAGES))
     return resolved.name, key.hexdigest()

@@ -17,10 +17,8 @@ import io
 import logging
 import re
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from hil.atomic import write_text
 from hil.errors import ModelError
 
 SDK_MODULE = "eiq_neutron_sdk"
@@ -78,53 +76,84 @@ def parse_neutron_map(log_text: str) -> dict[int, tuple[int, ...]]:
     return maps[0]
 
 
-def lower_with_neutron_sdk(module: Any, example_inputs: tuple, log_path: Path) -> Any:
-    """Quantize, then lower to the real Neutron backend with profiling; return the EdgeProgramManager.
+class _LogCapture:
+    """Collects the converter's log records (the Neutron to Edge map among them) during one lowering."""
 
-    Follows NXP's profiling guide: ``NeutronQuantizer`` + calibration on the example inputs,
-    ``generate_neutron_compile_spec("imxrt700", use_profiling=True)``, ``NeutronPartitioner``,
-    ``to_edge_transform_and_lower(..., generate_etrecord=True)``, then the QDQ cleanup pass.  The
-    conversion log (with the Neutron to Edge map) is written to `log_path`.  Lower with
-    ``to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))`` afterwards.
+    def __init__(self) -> None:
+        self.buffer = io.StringIO()
+        self._handler = logging.StreamHandler(self.buffer)
+        self._old_level = logging.getLogger().level
+
+    def start(self) -> None:
+        root = logging.getLogger()
+        root.addHandler(self._handler)
+        root.setLevel(logging.INFO)
+
+    def stop(self) -> str:
+        root = logging.getLogger()
+        root.removeHandler(self._handler)
+        root.setLevel(self._old_level)
+        return self.buffer.getvalue()
+
+
+def neutron_lowering_plan(source: Any, options: Any) -> Any:
+    """The real Neutron lowering as an export plan (NXP's profiling guide, step by step).
+
+    ``NeutronQuantizer`` calibration on the example inputs (the `quantize` hook), then
+    ``NeutronPartitioner(generate_neutron_compile_spec("imxrt700", use_profiling=True))`` with
+    ``NeutronEdgePassManager`` inside ``to_edge_transform_and_lower(..., generate_etrecord=True)``.
+    The partitioner needs the quantized state dict, so the hook fills the plan's partitioner list.
+    The converter log and its parsed map come back in `extra`.
     """
     if not sdk_available():
         raise ModelError(sdk_reason())
     import torch
     from executorch.backends.nxp.backend.neutron_target_spec import NeutronTargetSpec
     from executorch.backends.nxp.edge_passes.neutron_edge_pass_manager import NeutronEdgePassManager
-    from executorch.backends.nxp.edge_passes.remove_additional_quantize_dequantize_nodes_pass import (
-        RemoveAdditionalQDQClustersPass,
-    )
     from executorch.backends.nxp.neutron_partitioner import NeutronPartitioner
     from executorch.backends.nxp.nxp_backend import core_aten_ops_exception_list, generate_neutron_compile_spec
     from executorch.backends.nxp.quantizer.neutron_quantizer import NeutronQuantizer
     from executorch.backends.nxp.quantizer.utils import calibrate_and_quantize
-    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+    from executorch.exir import EdgeCompileConfig
 
-    buffer = io.StringIO()
-    handler = logging.StreamHandler(buffer)
-    root = logging.getLogger()
-    old_level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    try:
-        target_spec = NeutronTargetSpec(target=TARGET)
+    from hil.aot.export import LoweringPlan
+
+    target_spec = NeutronTargetSpec(target=TARGET)
+    log = _LogCapture()
+    partitioners: list[Any] = []
+
+    def quantize(module: Any, example_inputs: tuple) -> Any:
+        log.start()
         exported = torch.export.export(module.eval(), example_inputs, strict=True)
         quantized = calibrate_and_quantize(exported.module(), [example_inputs], NeutronQuantizer(target_spec))
-        partitioner = NeutronPartitioner(
-            generate_neutron_compile_spec(TARGET, use_profiling=True), target_spec,
-            post_quantization_state_dict=quantized.state_dict(),
+        spec = generate_neutron_compile_spec(TARGET, use_profiling=True)
+        partitioners.append(
+            NeutronPartitioner(spec, target_spec, post_quantization_state_dict=quantized.state_dict())
         )
-        edge = to_edge_transform_and_lower(
-            torch.export.export(quantized, example_inputs, strict=True),
-            transform_passes=NeutronEdgePassManager(), generate_etrecord=True, partitioner=[partitioner],
-            compile_config=EdgeCompileConfig(_core_aten_ops_exception_list=core_aten_ops_exception_list),
-        )
-        edge = edge.transform(NeutronEdgePassManager([RemoveAdditionalQDQClustersPass()]))
-    except Exception as exc:
-        raise ModelError(f"Neutron lowering failed: {exc}; conversion log: {log_path}") from exc
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(old_level)
-        write_text(Path(log_path), buffer.getvalue())
-    return edge
+        return quantized
+
+    def after_lowering(_edge: Any, _program: Any) -> dict[str, Any]:
+        text = log.stop()
+        maps = parse_neutron_maps(text)
+        return {
+            "conversion_log": text,
+            "neutron_maps": [{str(k): list(v) for k, v in m.items()} for m in maps],
+        }
+
+    return LoweringPlan(
+        quantize=quantize,
+        partitioners=partitioners,
+        transform_passes=NeutronEdgePassManager(),
+        compile_config=EdgeCompileConfig(_core_aten_ops_exception_list=core_aten_ops_exception_list),
+        after_lowering=after_lowering,
+        extra={"sdk": sdk_reason()},
+    )
+
+
+def _register() -> None:
+    from hil.aot.export import register_lowering
+
+    register_lowering("neutron", neutron_lowering_plan)
+
+
+_register()

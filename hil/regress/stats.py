@@ -66,47 +66,16 @@ def add_statistics(profile: dict[str, Any]) -> dict[str, Any]:
     return profile
 
 
-def _per_iteration(events: list[dict[str, Any]], kind: str, key: str = "times_us") -> list[float]:
-    """Sum of one kind's `key` lists in each iteration."""
-    lists = [e.get(key) or [] for e in events if e.get("kind") == kind and e.get(key)]
-    if not lists:
-        return []
-    n = min(len(t) for t in lists)
-    return [sum(t[i] for t in lists) for i in range(n)]
-
-
-def _median_of(values: list[float]) -> float | None:
-    return percentile(values, 50) if values else None
-
-
 def recompute_totals(profile: dict[str, Any]) -> dict[str, Any]:
-    """Totals as the median over iterations of each iteration's sums, and the NPU fraction from them.
+    """Totals and NPU fraction redone with the analysis's own definitions, after dropping iterations."""
+    from hil.analysis.profile import totals_from_events
 
-    Same definitions as `hil.analysis.profile` (per-iteration sums by kind, then their median);
-    used after dropping iterations, when the totals the analysis wrote cover runs that no longer count.
-    """
     events = profile.get("events", [])
-    method, npu, cpu = (_per_iteration(events, k) for k in ("method", "npu_kernel", "cpu_op"))
-    calls, dump = _per_iteration(events, "delegate_call"), _per_iteration(events, "profiling_dump")
-    dispatch = _per_iteration(events, "cpu_op", "call_overhead_us")
-    n = len(method)
-    pad = lambda xs: xs if xs else [0.0] * n  # noqa: E731  (a kind that never ran counts as 0)
-    npu, cpu, calls, dump, dispatch = map(pad, (npu, cpu, calls, dump, dispatch))
-    computed = {
-        "method_execute": _median_of(method),
-        "npu_kernels": _median_of(npu),
-        "cpu_ops": _median_of(cpu),
-        "cpu_call_overhead": _median_of(dispatch),
-        "delegate_calls": _median_of(calls),
-        "delegate_overhead": _median_of([c - k - d for c, k, d in zip(calls, npu, dump)]),
-        "profiling_dump": _median_of(dump),
-        "unattributed": _median_of([m - c - o - d for m, c, o, d in zip(method, cpu, dispatch, calls)]),
-    }
-    totals = dict(profile.get("totals_us") or {})
-    totals.update({k: v for k, v in computed.items() if v is not None and (k in totals or k in ("method_execute",))})
-    profile["totals_us"] = totals
-    if totals.get("method_execute"):
-        profile["npu_fraction"] = totals.get("npu_kernels", 0.0) / totals["method_execute"]
+    method = [e for e in events if e.get("kind") == "method"]
+    iterations = len(method[0]["times_us"]) if method else 0
+    totals, fraction = totals_from_events(events, iterations)
+    profile["totals_us"] = {**(profile.get("totals_us") or {}), **totals}
+    profile["npu_fraction"] = fraction
     return profile
 
 

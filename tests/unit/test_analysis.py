@@ -329,7 +329,13 @@ def test_neutron_like_delegate(art: dict[str, Any], tmp_path: Path) -> None:
     kernel_sums = [sum(wrote["kernels"][i * n_kernels:(i + 1) * n_kernels]) / npu for i in range(ITERATIONS)]
     assert totals["npu_kernels"] == pytest.approx(_median(kernel_sums), abs=1e-3)
     assert totals["method_execute"] == pytest.approx(_median([m / pal for m in wrote["method"]]), abs=1e-3)
-    overhead = [c / pal - k - d / npu for c, k, d in zip(wrote["call"], kernel_sums, wrote["dump"])]
+    # The dump is subtracted only where it fits beside the kernels (NeutronBackend.cpp's dump event
+    # adds the PAL-timed run, so it usually overlaps them); otherwise overhead = call - kernels.
+    overhead = [
+        c / pal - k - d / npu if c / pal - k - d / npu >= 0 else c / pal - k
+        for c, k, d in zip(wrote["call"], kernel_sums, wrote["dump"])
+    ]
+    assert any(o == c / pal - k for o, c, k in zip(overhead, wrote["call"], kernel_sums))  # the overlap case ran
     assert totals["delegate_overhead"] == pytest.approx(_median(overhead), abs=1e-3)
     assert totals["profiling_dump"] == pytest.approx(_median([d / npu for d in wrote["dump"]]), abs=1e-3)
     assert p["npu_fraction"] == pytest.approx(totals["npu_kernels"] / totals["method_execute"], rel=1e-4)

@@ -141,7 +141,7 @@ def test_unknown_delegate_lists_the_known_ones(tmp_path: Path) -> None:
 
 
 def test_lazy_delegate_whose_module_is_absent_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setitem(export_mod.LAZY_LOWERING_MODULES, "ghost", "hil.aot.no_such_lowering")
+    monkeypatch.setitem(export_mod.LAZY_LOWERING_MODULES, "ghost", ("hil.aot.no_such_lowering",))
     with pytest.raises(ModelError, match="hil.aot.no_such_lowering, which is not installed"):
         export_model("cifar10", delegate="ghost", cache=tmp_path)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,9 +12,12 @@ from torch import nn
 from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 from executorch.exir._serialize._program import deserialize_pte_binary
 
-from hil.aot.neutron_sdk import lower_with_neutron_sdk, parse_neutron_map, parse_neutron_maps, sdk_available, sdk_reason
+from hil.aot.export import export_model
+from hil.aot.neutron_sdk import parse_neutron_map, parse_neutron_maps, sdk_available, sdk_reason
 from hil.aot.neutron_sim import BACKEND_ID, FunctionCode, neutron_sim_partitioners, payload_of
 from hil.errors import ModelError
+
+SMALL_CNN = Path(__file__).resolve().parents[1] / "fixtures" / "small_cnn.py"
 
 
 class SmallCifar(nn.Module):
@@ -102,13 +106,13 @@ def test_model_without_supported_ops_is_not_delegated() -> None:
     assert payloads(prog) == {}
 
 
-def test_sdk_status_matches_the_import() -> None:
+def test_sdk_status_matches_the_import(tmp_path) -> None:
     present = importlib.util.find_spec("eiq_neutron_sdk") is not None
     assert sdk_available() is present
     assert "\n" not in sdk_reason() and ("found at" in sdk_reason()) is present
     if not present:
         with pytest.raises(ModelError, match="eiq-neutron-sdk==3.2.0"):
-            lower_with_neutron_sdk(SmallCifar(), (torch.randn(1, 3, 8, 8),), log_path=None)
+            export_model(str(SMALL_CNN) + ":factory", delegate="neutron", cache=tmp_path)
 
 
 def test_parse_neutron_map_from_log() -> None:
@@ -132,7 +136,6 @@ def test_export_model_plugs_in_the_simulated_delegate(tmp_path, monkeypatch) -> 
         "    torch.manual_seed(0)\n"
         "    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(16, 3), nn.Softmax(1)), "
         "(torch.randn(1, 3, 4, 4),)\n")
-    from hil.aot.export import export_model
 
     compiled = export_model(f"{spec}:make", delegate="neutron-sim")
     assert compiled.delegated

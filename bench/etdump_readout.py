@@ -1,0 +1,63 @@
+"""Reading a 1 MiB ETDump out of the target: `dump binary memory` against MI reads in chunks.
+
+One QEMU + GDB session stopped at hil_etdump_ready; both methods read the same bytes repeatedly
+and must agree, so the ratio compares equal work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+from _common import report, timed
+
+from hil.config import load_board_config
+from hil.firmware.qemu_image import build_qemu_image
+from hil.road.gdbmi import GdbMiSession
+from hil.road.ports import LOOPBACK
+from hil.road.qemu import QemuProcess
+
+SIZE = 1 << 20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--chunk", type=int, default=None, help="bytes per -data-read-memory-bytes (default: harness's)")
+    args = parser.parse_args()
+    payload = os.urandom(SIZE)
+    elf = build_qemu_image(payload, ["et-hil readout benchmark"])
+    cfg = load_board_config("qemu")
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        qemu = QemuProcess("qemu-system-arm", cfg.require("qemu.machine"), cfg.get("qemu.cpu"), work / "qemu.log")
+        qemu.start()
+        gdb = GdbMiSession(cfg.gdb, elf, work / "mi.log")
+        try:
+            gdb.connect(LOOPBACK, qemu.gdb_port)
+            gdb.download()
+            gdb.reset()
+            gdb.break_insert(cfg.breakpoint)
+            stop = gdb.continue_until_stop(30)
+            assert stop.reason == "breakpoint-hit", stop.describe()
+            addr = gdb.evaluate_int("hil_etdump_result.buf")
+            size = gdb.evaluate_int("hil_etdump_result.size")
+            assert size == SIZE
+            out = work / "dump.bin"
+            chunk = {"chunk": args.chunk} if args.chunk else {}
+            assert gdb.read_memory(addr, size, **chunk) == payload
+            gdb.dump_memory(addr, size, out)
+            assert out.read_bytes() == payload
+            dump = timed(lambda: gdb.dump_memory(addr, size, out), args.repeats)
+            mi = timed(lambda: gdb.read_memory(addr, size, **chunk), args.repeats)
+        finally:
+            gdb.close()
+            qemu.close()
+    report("reading a 1 MiB ETDump from QEMU over the GDB stub",
+           "dump binary memory", dump, "-data-read-memory-bytes chunks", mi)
+
+
+if __name__ == "__main__":
+    main()
