@@ -26,6 +26,12 @@ from hil.regress.stats import drop_warmup
 from hil.steps import StepTimer
 
 DEFAULT_ITERATIONS = 5
+# What a run writes into its folder; a new run in the same folder starts by removing these, so
+# logs that are appended to (serial.log, mi.log) never mix two runs. Nothing else is touched.
+RUN_FILES = (
+    "model.pte", "etrecord.bin", "trace.etdump", "serial.log", "mi.log", "qemu.log", "profile.json",
+    "simulation.json", "neutron_convert.log", "manifest.json", "error.txt", "trace.json",
+)
 
 
 @dataclass
@@ -107,6 +113,8 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
     """Profile one model on one board; artifacts land in `request.out_dir` even when a step fails."""
     out = Path(request.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    for name in RUN_FILES:
+        (out / name).unlink(missing_ok=True)
     timer = StepTimer(report)
     provenance: dict[str, Any] = {
         "model": request.model,

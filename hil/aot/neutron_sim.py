@@ -46,6 +46,8 @@ from hil.aot.export import LoweringPlan, register_lowering
 
 BACKEND_ID = "NeutronSimBackend"
 PAYLOAD_FORMAT = "et-hil/neutron-sim-payload/1"
+# The payload is a JSON header (the kernels) then this byte, then the int8 weights.
+PAYLOAD_SEPARATOR = b"\0"
 
 
 class FunctionCode(IntEnum):
@@ -77,6 +79,8 @@ _ANCHORS: dict[str, FunctionCode] = {
     "relu": FunctionCode.ACTIVATION,
     "hardtanh": FunctionCode.ACTIVATION,
 }
+# The ATen ops (base names) the simulated NPU runs; everything else stays on the CPU.
+SUPPORTED_OPS: frozenset[str] = frozenset(_ANCHORS)
 _MAC_ANCHORS = {FunctionCode.CONV2D, FunctionCode.DEPTHWISE_CONV2D, FunctionCode.FULLY_CONNECTED}
 _ACTIVATIONS = {"relu", "hardtanh"}
 _BATCH_NORM = "_native_batch_norm_legit_no_training"
@@ -281,8 +285,10 @@ class NeutronSimBackend(BackendDetails):
         }
         debug_handle_map: dict[int, tuple[int, ...]] = {k.index: tuple(k.debug_handles) for k in kernels}
         debug_handle_map[len(kernels)] = ()  # the profiling dump event, as the real backend adds
+        header = json.dumps(payload, sort_keys=True).encode()
         return PreprocessResult(
-            processed_bytes=json.dumps(payload, sort_keys=True).encode(), debug_handle_map=debug_handle_map
+            processed_bytes=header + PAYLOAD_SEPARATOR + _int8_weights(edge_program),
+            debug_handle_map=debug_handle_map,
         )
 
 
@@ -291,10 +297,26 @@ def neutron_sim_partitioners(compile_specs: list[CompileSpec] | None = None) -> 
     return [NeutronSimPartitioner(compile_specs)]
 
 
+def _int8_weights(edge_program: ExportedProgram) -> bytes:
+    """The delegated constants quantized to int8 per tensor, as the NPU would hold them.
+
+    They make the payload (and so the .pte and the board's model size) as large as a real Neutron
+    program's weights would be; the simulation never reads them back.
+    """
+    import torch
+
+    blobs = []
+    for tensor in [*edge_program.state_dict.values(), *edge_program.constants.values()]:
+        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and tensor.numel():
+            scale = float(tensor.abs().max()) or 1.0
+            blobs.append((tensor.detach() / scale * 127).round().to(torch.int8).flatten().numpy().tobytes())
+    return b"".join(blobs)
+
+
 def parse_payload(processed: bytes) -> dict:
-    """Decode a NeutronSimBackend payload; raises ValueError if the bytes are something else."""
+    """Decode a NeutronSimBackend payload's header; raises ValueError if the bytes are something else."""
     try:
-        payload = json.loads(processed)
+        payload = json.loads(processed.split(PAYLOAD_SEPARATOR, 1)[0])
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"not a {BACKEND_ID} payload: {exc}") from None
     if not isinstance(payload, dict) or payload.get("format") != PAYLOAD_FORMAT:

@@ -12,8 +12,13 @@ from typing import Any
 
 from hil.analysis.profile import TimeScale
 from hil.aot.export import CompiledModel, load_inputs
-from hil.buffers.console import ConsoleScript, render_console
+from hil.buffers.console import AllocatorUsage, ConsoleScript, render_console
 from hil.errors import AnalysisError
+from hil.pte import read_program
+
+# The RT700 example's method pool (FACTS.md section 5), used for the simulated console's memory lines.
+METHOD_POOL_BASE = 0x20080000
+METHOD_POOL_BYTES = 0x80000
 
 
 @dataclass
@@ -62,7 +67,14 @@ def simulated_buffer(
         etdump = host_etdump(pte, load_inputs(compiled), iterations)
         simulation, time_scale, source = None, TimeScale.nanoseconds(), "host-runtime"
     times_us = [ticks / time_scale.ticks_per_us for ticks in method_execute_ticks(etdump)]
+    planned = read_program(pte).planned_buffer_sizes
     script = ConsoleScript(
-        model_name=compiled.name.upper(), model_size=len(pte), clock_mhz=clock_mhz, inference_times_us=times_us
+        model_name=compiled.name.upper(),
+        model_size=len(pte),
+        clock_mhz=clock_mhz,
+        inference_times_us=times_us,
+        planned_buffers=planned,
+        # The planned buffers come out of the method pool, as on the board; that much is known.
+        allocators=(AllocatorUsage("method_allocator", METHOD_POOL_BASE, METHOD_POOL_BYTES, sum(planned)),),
     )
     return SimulatedBuffer(etdump, render_console(script), time_scale, source, simulation)
