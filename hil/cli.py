@@ -50,6 +50,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    """The AOT step alone: what a bench needs before it can build the firmware."""
+    import shutil
+
+    from hil.aot.export import export_model
+
+    compiled = export_model(args.model, delegate=args.delegate)
+    args.out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(compiled.pte_path, args.out / "model.pte")
+    shutil.copyfile(compiled.etrecord_path, args.out / "etrecord.bin")
+    if compiled.extra.get("conversion_log"):
+        (args.out / "neutron_convert.log").write_text(compiled.extra["conversion_log"])
+    state = "from cache" if compiled.cached else "exported"
+    print(f"{compiled.name}: {state}, delegated={compiled.delegated} -> {args.out}/model.pte, etrecord.bin")
+    return 0
+
+
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from hil.analysis.inspect_cmd import inspect_files
 
@@ -80,6 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--jitter", type=float, default=None, help="relative run-to-run jitter of the simulation")
     run.add_argument("-v", "--verbose", action="store_true", help="print each step and its duration")
     run.set_defaults(func=_cmd_run)
+
+    export = sub.add_parser("export", help="convert a model to model.pte + etrecord.bin (for a firmware build)")
+    export.add_argument("--model", required=True, help="built-in name or path/to/file.py:factory")
+    export.add_argument("--out", type=Path, required=True)
+    export.add_argument("--delegate", default="none", help="none, neutron-sim or neutron (default none)")
+    export.set_defaults(func=_cmd_export)
 
     inspect = sub.add_parser("inspect", help="analyse an ETDump/ETRecord pair from anywhere")
     inspect.add_argument("etdump", type=Path)

@@ -21,6 +21,7 @@ from hil.boards import open_board
 from hil.boards.base import RunCapture
 from hil.config import BoardConfig
 from hil.errors import BoardConfigError, HilError
+from hil.firmware.elf_model import check_image_carries
 from hil.manifest import sha256_file, write_manifest
 from hil.regress.stats import drop_warmup
 from hil.steps import StepTimer
@@ -105,6 +106,7 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, timer: StepTime
                 f"board '{cfg.name}': firmware image {elf} not found; build it with "
                 f"`make firmware BOARD=rt700 MODEL={request.out_dir / 'model.pte'}` or pass --elf"
             )
+        check_image_carries(elf, request.out_dir / "model.pte", board=cfg.name)
         return elf, TimeScale.core_cycles(cfg.clock_mhz), None
     raise BoardConfigError(f"board '{cfg.name}' ({cfg.source}): unknown kind '{cfg.kind}'")
 

@@ -70,3 +70,15 @@ def test_an_impossible_result_size_is_refused(tmp_path, size):
     )
     with pytest.raises(TargetError, match="size"):
         run_profile(request)
+
+
+def test_hil_export_writes_the_program_a_firmware_build_needs(run_cli, tmp_path):
+    from hil.pte import read_program
+
+    out = tmp_path / "export"
+    spec = f"{REPO / 'tests' / 'fixtures' / 'small_cnn.py'}:factory"
+    done = run_cli("export", "--model", spec, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert read_program(out / "model.pte").kernels and (out / "etrecord.bin").stat().st_size > 0
+    refused = run_cli("export", "--model", spec, "--out", str(out), "--delegate", "no-such-backend")
+    assert refused.returncode != 0 and "no-such-backend" in refused.stderr and "Traceback" not in refused.stderr
