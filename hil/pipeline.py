@@ -154,6 +154,7 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
                 console=console,
                 pte_path=out / "model.pte",
             )
+        profile["delegate"] = delegate
         profile = drop_warmup(profile, request.warmup)
         profile["harness_steps_s"] = {**timer.seconds, **capture.steps_s}
         atomic.write_json(out / "profile.json", profile)

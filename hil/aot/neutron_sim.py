@@ -308,8 +308,9 @@ def _int8_weights(edge_program: ExportedProgram) -> bytes:
     blobs = []
     for tensor in [*edge_program.state_dict.values(), *edge_program.constants.values()]:
         if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and tensor.numel():
+            tensor = tensor.detach()
             scale = float(tensor.abs().max()) or 1.0
-            blobs.append((tensor.detach() / scale * 127).round().to(torch.int8).flatten().numpy().tobytes())
+            blobs.append((tensor / scale * 127).round().to(torch.int8).flatten().numpy().tobytes())
     return b"".join(blobs)
 
 

@@ -16,13 +16,7 @@ from pathlib import Path
 from hil.boards.base import RunCapture
 from hil.config import BoardConfig
 from hil.errors import TargetError, TimeoutExpired
-from hil.road.capture import (
-    RunContext,
-    check_console_result,
-    fetch_etdump,
-    read_result,
-    run_to_breakpoint,
-)
+from hil.road.capture import RunContext, read_out_etdump, run_to_breakpoint
 from hil.road.gdbmi import GdbMiSession
 from hil.road.ports import LOOPBACK
 from hil.road.qemu import QemuProcess
@@ -99,9 +93,9 @@ class QemuBoard:
                 gdb.reset(str(self.cfg.get("qemu.reset_monitor", "system_reset")))
                 run_to_breakpoint(gdb, ctx, _left(deadline))
             with self._step("read_etdump"):
-                result = read_result(gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions)
-                etdump = fetch_etdump(gdb, ctx, result, self.etdump_path)
-                check_console_result(ctx, result)
+                result, etdump = read_out_etdump(
+                    gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.etdump_path
+                )
             with self._step("finish"):
                 exit_code = self._finish(ctx, deadline)
         except TargetError as exc:

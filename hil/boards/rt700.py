@@ -21,7 +21,7 @@ from hil.options import OVERRIDES
 from hil.probe.gdbserver import PyocdGdbServer
 from hil.probe.lock import ProbeLock
 from hil.probe.pyocd_flash import FlashReport, ProbeSettings, flash_image, resolve_probe_id
-from hil.road.capture import RunContext, check_console_result, fetch_etdump, read_result, run_to_breakpoint
+from hil.road.capture import RunContext, read_out_etdump, run_to_breakpoint
 from hil.road.gdbmi import GdbMiSession
 from hil.road.serial_reader import SerialReader
 
@@ -147,9 +147,9 @@ class Rt700Board:
             self._timed("run_to_breakpoint", start)
 
             start = time.monotonic()
-            result = read_result(self._gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions)
-            etdump = fetch_etdump(self._gdb, ctx, result, self.workdir / "trace.etdump")
-            check_console_result(ctx, result)
+            result, etdump = read_out_etdump(
+                self._gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.workdir / "trace.etdump"
+            )
             self._timed("read_etdump", start)
 
             start = time.monotonic()

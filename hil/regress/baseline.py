@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hil import atomic
-from hil.errors import AnalysisError
+from hil.regress.identity import series_name
 from hil.regress.runs import BASELINE_SCHEMA, LoadedRun, load_run
 from hil.regress.stats import add_statistics
 
@@ -57,16 +57,17 @@ def provenance_of(run: LoadedRun) -> dict[str, Any]:
 def write_baseline(run: LoadedRun, destination: Path) -> Path:
     """Freeze `run` as the baseline of its model under `destination` (folder or .json file)."""
     profile = add_statistics(dict(run.profile, events=[dict(e) for e in run.profile.get("events", [])]))
-    target = baseline_path(destination, str(profile.get("model") or "model"))
+    target = baseline_path(destination, series_name(profile))
     atomic.write_json(target, {"schema": BASELINE_SCHEMA, "provenance": provenance_of(run), "profile": profile})
     return target
 
 
 def find_baseline(path: Path, model: str) -> LoadedRun | None:
-    """The baseline of `model` under `path`, or None when there is none yet (a new model)."""
+    """The baseline of `model` under `path`, or None when there is none yet (a new model, or the first
+    night before any baseline folder exists: the caller notes it and says how to write one)."""
     path = Path(path)
     if not path.exists():
-        raise AnalysisError(f"baseline {path}: no such file or folder (create it with `hil baseline update RUN --out {path}`)")
+        return None
     target = baseline_path(path, model)
     if not target.is_file():
         return None

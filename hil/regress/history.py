@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.errors import AnalysisError
-from hil.regress.identity import keyed_events
+from hil.regress.identity import keyed_events, series_name
 from hil.regress.stats import summarize
 
 BUSY_TIMEOUT_S = 60.0
@@ -104,7 +104,7 @@ def record_run(
         "git_commit": manifest.get("git_commit"),
         "board": str(profile.get("board") or manifest.get("board") or "?"),
         "probe_id": probe_id or manifest.get("probe_id"),
-        "model": str(profile.get("model") or manifest.get("model") or "?"),
+        "model": series_name(profile) if profile.get("model") else str(manifest.get("model") or "?"),
         "test_id": test_id,
         "firmware_sha256": manifest.get("firmware_sha256"),
         "model_sha256": (files.get("model.pte") or {}).get("sha256"),

@@ -44,3 +44,14 @@ def display_name(event: Mapping[str, Any]) -> str:
     if event.get("kind") == "npu_kernel":
         return f"npu kernel {name}"
     return name
+
+
+def series_name(profile: Mapping[str, Any]) -> str:
+    """Which program a run measured: the model, plus its delegate when it was lowered to one.
+
+    `cifar10` run on the CPU and `cifar10` lowered to the Neutron backend are different programs;
+    they get their own baselines and their own trend lines.
+    """
+    model = str(profile.get("model") or "model")
+    delegate = profile.get("delegate")
+    return model if delegate in (None, "", "none") else f"{model}+{delegate}"

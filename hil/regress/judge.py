@@ -19,6 +19,7 @@ from hil.regress.baseline import find_baseline, write_baseline
 from hil.regress.budgets import Budget, check_budget, format_violations, load_file_budget, merge_budgets
 from hil.regress.compare import (DEFAULT_NOISE_K, DEFAULT_TOLERANCE, Comparison, compare_profiles,
                                  comparison_to_dict, format_comparison)
+from hil.regress.identity import series_name
 from hil.regress.runs import LoadedRun, load_run, read_manifest
 from hil.regress.stats import drop_warmup
 from hil.report.figures import junit_properties
@@ -123,7 +124,7 @@ def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions) -> 
     if options.baseline is None:
         return
     profile = verdict.profile or {}
-    model = str(profile.get("model"))
+    model = series_name(profile)
     if options.baseline_update:
         written = write_baseline(LoadedRun(profile, run.source, run.folder, run.manifest), options.baseline)
         verdict.notes.append(f"{model}: baseline updated: {written}")

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from hil import atomic
+from hil.errors import HilError
 from hil.regress.budgets import Budget, budget_from_mapping, check_budget, format_violations
 from hil.regress.compare import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
 from hil.regress.judge import JudgeOptions, Verdict, judge_run
@@ -97,10 +98,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if not folders:
         return report
     options = judge_options(item.config)
-    verdicts = [judge_run(f, options, marker_budget=marker_budget(item), test_passed=report.passed, test_id=item.nodeid)
-                for f in folders]
+    verdicts = [_judge(f, options, item, report) for f in folders]
     _publish(item, report, verdicts)
     return report
+
+
+def _judge(folder: Path, options: JudgeOptions, item: pytest.Item, report: pytest.TestReport) -> Verdict:
+    """judge_run, with a harness error (an unreadable baseline, a locked database) failing this test
+    with its message instead of aborting the whole session."""
+    try:
+        return judge_run(folder, options, marker_budget=marker_budget(item), test_passed=report.passed,
+                         test_id=item.nodeid)
+    except HilError as exc:
+        return Verdict(folder, None, failures=[f"regression check of {folder} failed: {exc}"])
 
 
 def _publish(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdict]) -> None:

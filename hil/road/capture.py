@@ -123,3 +123,13 @@ def check_console_result(ctx: RunContext, result: EtdumpResult, timeout: float =
             f"console says buf 0x{printed_addr:08x}, size {printed_size} but GDB read"
             f" buf 0x{result.address:08x}, size {result.size}"
         )
+
+
+def read_out_etdump(
+    gdb: GdbMiSession, ctx: RunContext, expr: str, regions: list[MemoryRegion], out_path: Path
+) -> tuple[EtdumpResult, bytes]:
+    """At the breakpoint: read and check `expr`, dump the bytes to `out_path`, cross-check the console."""
+    result = read_result(gdb, ctx, expr, regions)
+    etdump = fetch_etdump(gdb, ctx, result, out_path)
+    check_console_result(ctx, result)
+    return result, etdump
