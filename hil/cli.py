@@ -122,7 +122,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_third_party() -> None:
+    """torch/torchao/executorch announce deprecations and optional kernels they could not load on
+    every import; on a bench console that buries the harness's own lines. `-W` or PYTHONWARNINGS
+    still win, since they are applied after this."""
+    import logging
+    import warnings
+
+    for category in (DeprecationWarning, FutureWarning, UserWarning):
+        warnings.filterwarnings("ignore", category=category, module=r"(torch|torchao|executorch|copyreg)")
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    for name in ("torchao", "torch.utils._pytree", "torch._export"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _quiet_third_party()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

@@ -82,7 +82,9 @@ def choose_delegate(request: RunRequest, report: Callable[[str], None] | None = 
     return "neutron-sim"
 
 
-def _prepare_image(request: RunRequest, compiled: CompiledModel, timer: StepTimer) -> tuple[Path, TimeScale, dict | None]:
+def _prepare_image(
+    request: RunRequest, compiled: CompiledModel, delegate: str, timer: StepTimer
+) -> tuple[Path, TimeScale, dict | None]:
     """The ELF to flash, how to read the ETDump's ticks, and the simulation's ground truth if any."""
     cfg = request.board
     if cfg.kind == "qemu":
@@ -98,13 +100,15 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, timer: StepTime
             image = build_qemu_image(buffer.etdump, buffer.console_lines, **request.image_options)
         return image, buffer.time_scale, buffer.simulation
     if cfg.kind == "rt700":
-        elf = Path(cfg.require("firmware.elf"))
+        # `{model}` and `{delegate}` let one board file serve a suite with an image per program.
+        elf = Path(str(cfg.require("firmware.elf")).format(model=compiled.name, delegate=delegate))
         if not elf.is_absolute() and cfg.source is not None:
             elf = (cfg.source.parent.parent / elf).resolve()
         if not elf.is_file():
             raise BoardConfigError(
                 f"board '{cfg.name}': firmware image {elf} not found; build it with "
-                f"`make firmware BOARD=rt700 MODEL={request.out_dir / 'model.pte'}` or pass --elf"
+                f"`make firmware BOARD=rt700 MODEL={request.out_dir / 'model.pte'} RT700_BUILD={elf.parent}`"
+                " or pass --elf"
             )
         check_image_carries(elf, request.out_dir / "model.pte", board=cfg.name)
         return elf, TimeScale.core_cycles(cfg.clock_mhz), None
@@ -136,7 +140,7 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
         shutil.copyfile(compiled.etrecord_path, out / "etrecord.bin")
         if compiled.extra.get("conversion_log"):
             atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
-        image, time_scale, simulation = _prepare_image(request, compiled, timer)
+        image, time_scale, simulation = _prepare_image(request, compiled, delegate, timer)
         provenance["firmware_sha256"] = sha256_file(image)
         provenance["firmware"] = str(image)
         if simulation is not None:
