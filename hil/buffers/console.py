@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
-class AllocatorUsage:
+class PoolUsage:
     """One memory pool as the firmware reports it (`method_allocator`, `temp_allocator`)."""
 
     name: str
@@ -31,7 +31,7 @@ class ConsoleScript:
     clock_mhz: float
     inference_times_us: Sequence[float]
     planned_buffers: Sequence[int] = ()
-    allocators: Sequence[AllocatorUsage] = field(default_factory=tuple)
+    allocators: Sequence[PoolUsage] = field(default_factory=tuple)
     model_base: int = 0x20430000
     method_name: str = "forward"
     num_methods: int = 1

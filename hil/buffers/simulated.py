@@ -12,7 +12,7 @@ from typing import Any
 
 from hil.analysis.profile import TimeScale
 from hil.aot.export import CompiledModel, load_inputs
-from hil.buffers.console import AllocatorUsage, ConsoleScript, render_console
+from hil.buffers.console import ConsoleScript, PoolUsage, render_console
 from hil.errors import AnalysisError
 from hil.pte import read_program
 
@@ -75,6 +75,6 @@ def simulated_buffer(
         inference_times_us=times_us,
         planned_buffers=planned,
         # The planned buffers come out of the method pool, as on the board; that much is known.
-        allocators=(AllocatorUsage("method_allocator", METHOD_POOL_BASE, METHOD_POOL_BYTES, sum(planned)),),
+        allocators=(PoolUsage("method_allocator", METHOD_POOL_BASE, METHOD_POOL_BYTES, sum(planned)),),
     )
     return SimulatedBuffer(etdump, render_console(script), time_scale, source, simulation)
