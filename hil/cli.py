@@ -137,7 +137,10 @@ def _quiet_third_party() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from hil.road.process import stop_children_on_sigterm
+
     _quiet_third_party()
+    stop_children_on_sigterm()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

@@ -34,7 +34,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from hil.road.process import stop_children_on_sigterm
+
     config.addinivalue_line("markers", "device: profiles a model on the board chosen with --board")
+    stop_children_on_sigterm()
 
 
 @pytest.fixture(scope="session")

@@ -202,3 +202,23 @@ def os_children(pid: int | None = None) -> list[tuple[int, str]]:
 
 
 atexit.register(close_all)
+
+
+def _interrupt_on_sigterm(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def stop_children_on_sigterm() -> None:
+    """Turn SIGTERM (a cancelled CI job, `kill`) into KeyboardInterrupt in the main thread.
+
+    Children run in their own process groups, so a SIGTERM to the harness does not reach them,
+    and the default handler exits without running `finally` blocks or atexit hooks: QEMU and the
+    debug servers would be orphaned and the board lock left behind. Raising KeyboardInterrupt
+    unwinds normally instead (boards close, artifacts are kept) and pytest reports the interruption.
+    A handler someone else installed is left alone.
+    """
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
+        signal.SIG_DFL,
+        None,
+    ):
+        signal.signal(signal.SIGTERM, _interrupt_on_sigterm)

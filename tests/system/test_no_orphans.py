@@ -59,3 +59,55 @@ def test_a_pytest_session_leaves_no_qemu_or_gdb_running(tmp_path):
     assert list(artifacts.rglob("qemu.log")), "the child session never started QEMU: nothing was checked"
     left = [cmd for cmd in processes_tagged(tag) if any(name in cmd for name in TARGET_NAMES)]
     assert left == [], f"processes left running after the session: {left}"
+
+
+HOLDING_TEST = textwrap.dedent(
+    """
+    import os
+    import time
+    from pathlib import Path
+
+    from hil.boards.qemu import QemuBoard
+    from hil.firmware.qemu_image import build_qemu_image
+
+    def test_holds_qemu_until_cancelled(hil_board):
+        hold = Path(os.environ["HIL_HOLD_DIR"])
+        board = QemuBoard(hil_board, hold)
+        board.flash(build_qemu_image(bytes(64), ["holding"]))
+        (hold / "ready").write_text("flashed")
+        time.sleep(600)  # a job cancelled here must not leave QEMU or gdb running
+    """
+)
+
+
+def test_a_cancelled_session_sigterm_leaves_no_qemu_or_gdb_running(tmp_path):
+    import signal
+    import time
+
+    (tmp_path / "test_hold.py").write_text(HOLDING_TEST)
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    tag = uuid.uuid4().hex
+    env = {**os.environ, "HIL_SESSION_TAG": tag, "HIL_HOLD_DIR": str(hold)}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--board", "qemu",
+         "--rootdir", str(tmp_path), str(tmp_path / "test_hold.py")],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not (hold / "ready").exists():
+            assert child.poll() is None, child.stdout.read()
+            assert time.monotonic() < deadline, "the child never flashed QEMU"
+            time.sleep(0.2)
+        running = [cmd for cmd in processes_tagged(tag) if any(name in cmd for name in TARGET_NAMES)]
+        assert len(running) == 2, running  # QEMU and gdb are up: the cancellation has something to clean
+        child.send_signal(signal.SIGTERM)
+        output, _ = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=30)
+    assert child.returncode != 0 and "KeyboardInterrupt" in output, output[-2000:]
+    left = [cmd for cmd in processes_tagged(tag) if any(name in cmd for name in TARGET_NAMES)]
+    assert left == [], f"processes left running after SIGTERM: {left}"
