@@ -8,6 +8,7 @@ upgrade from a read lock).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import sqlite3
 import time
@@ -16,9 +17,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from hil.analysis.statistics import summarize
 from hil.errors import AnalysisError
 from hil.regress.identity import keyed_events, series_name
-from hil.regress.stats import summarize
 
 BUSY_TIMEOUT_S = 60.0
 
@@ -53,12 +54,37 @@ def connect(path: Path) -> sqlite3.Connection:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        with transaction(conn):
-            _create(conn)
+        with _setup_lock(path):
+            conn.execute("PRAGMA journal_mode = WAL")
+            with transaction(conn):
+                _create(conn)
     except sqlite3.DatabaseError as exc:
         raise AnalysisError(f"history database {path}: {exc}") from exc
     return conn
+
+
+@contextmanager
+def _setup_lock(path: Path) -> Iterator[None]:
+    """Serialise opening-time set-up between processes.
+
+    Switching a new database to WAL needs it to itself, and SQLite answers "database is locked" at
+    once (without its busy handler) when two writers open a fresh file together; everything after
+    the switch is covered by the busy timeout. The lock file sits beside the database.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    with open(path.with_name(path.name + ".lock"), "a+b") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise sqlite3.OperationalError(f"set-up lock {handle.name} held for over {BUSY_TIMEOUT_S} s")
+                time.sleep(0.01)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _create(conn: sqlite3.Connection) -> None:
