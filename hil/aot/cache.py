@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.metadata
 import json
 import os
 import shutil
@@ -17,6 +16,8 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+from hil.manifest import package_version
 
 
 class ContentKey:
@@ -61,13 +62,7 @@ class ContentKey:
 def package_versions(*names: str) -> dict[str, str]:
     """Installed versions by distribution name ("missing" when absent), read from metadata only,
     which costs milliseconds where importing the package would cost seconds."""
-    found: dict[str, str] = {}
-    for name in names:
-        try:
-            found[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            found[name] = "missing"
-    return found
+    return {name: package_version(name) or "missing" for name in names}
 
 
 @contextlib.contextmanager
