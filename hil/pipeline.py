@@ -159,7 +159,8 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
                 pte_path=out / "model.pte",
             )
         profile["delegate"] = delegate
-        profile = drop_warmup(profile, request.warmup)
+        if request.warmup:  # build_profile already summarised every event
+            profile = drop_warmup(profile, request.warmup)
         profile["harness_steps_s"] = {**timer.seconds, **capture.steps_s}
         atomic.write_json(out / "profile.json", profile)
         provenance["status"] = "passed"

@@ -14,7 +14,6 @@ from hil.analysis.console import parse_console
 from hil.analysis.profile import TimeScale, build_profile
 from hil.analysis.table import format_table
 from hil.config import load_board_config
-from hil.regress.stats import add_statistics
 
 
 def choose_time_scale(clock_mhz: float | None, board_config: Path | None) -> tuple[TimeScale, str]:
@@ -47,6 +46,5 @@ def inspect_files(args: argparse.Namespace) -> int:
         console=console,
         pte_path=pte if pte.is_file() else None,
     )
-    profile = add_statistics(profile)
     print(json.dumps(profile, indent=2) if args.json else format_table(profile))
     return 0

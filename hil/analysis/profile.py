@@ -9,7 +9,6 @@ Neutron time units for delegate events, which no single Inspector scale can expr
 
 from __future__ import annotations
 
-import statistics
 import struct
 import warnings
 from dataclasses import dataclass, replace
@@ -18,6 +17,7 @@ from typing import Any
 
 from hil.analysis import events as ev
 from hil.analysis.console import ConsoleFacts
+from hil.analysis.statistics import percentile, summarize
 from hil.errors import AnalysisError
 from hil.pte import pte_memory
 
@@ -302,7 +302,7 @@ def _us(ticks: float, ticks_per_us: float) -> float:
 
 def _p50(values: list[float]) -> float:
     """Median, rounded to 0.1 ns so JSON stays readable and stable."""
-    return round(statistics.median(values), 4) if values else 0.0
+    return round(percentile(values, 50), 4) if values else 0.0
 
 
 def totals_from_events(rows: list[dict[str, Any]], iterations: int) -> tuple[dict[str, float], float | None]:
@@ -350,8 +350,7 @@ def _delegate_overhead(call: float, kernels: float, dump: float) -> float:
 def _public(row: dict[str, Any]) -> dict[str, Any]:
     """Drop private keys and add the per-event statistics."""
     out = {k: v for k, v in row.items() if not k.startswith("_")}
-    times = out["times_us"]
-    out["p50_us"], out["min_us"], out["max_us"] = _p50(times), min(times), max(times)
+    out.update(summarize(out["times_us"]))
     if "call_overhead_us" in out:
         out["call_overhead_p50_us"] = _p50(out["call_overhead_us"])
     return out
@@ -361,7 +360,7 @@ def _load_times(block: Any, scale: TimeScale) -> dict[str, float]:
     if block is None:
         return {}
     return {
-        e.name: _us(statistics.median(e.perf_data.raw), scale.ticks_per_us)
+        e.name: _us(percentile(e.perf_data.raw, 50), scale.ticks_per_us)
         for e in block.events
         if e.name in ev.LOAD_EVENT_NAMES and e.perf_data is not None
     }

@@ -9,48 +9,14 @@ into a standard-deviation estimate for normally distributed noise, which the noi
 from __future__ import annotations
 
 import copy
-import math
-from collections.abc import Sequence
 from typing import Any
 
+from hil.analysis.statistics import summarize
 from hil.errors import AnalysisError
 
 # For normal noise, sigma = 1.4826 * MAD (1 / Phi^-1(3/4)).
 MAD_TO_SIGMA = 1.4826
 STAT_FIELDS = ("p50_us", "p90_us", "min_us", "max_us", "mad_us", "mean_us")
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0..100) with linear interpolation between order statistics."""
-    if not values:
-        raise ValueError("percentile of no values")
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    low, high = math.floor(pos), math.ceil(pos)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-
-def mad(values: Sequence[float]) -> float:
-    """Median absolute deviation from the median (0 for fewer than two values)."""
-    if len(values) < 2:
-        return 0.0
-    center = percentile(values, 50)
-    return percentile([abs(v - center) for v in values], 50)
-
-
-def summarize(times_us: Sequence[float]) -> dict[str, float]:
-    """p50, p90, min, max, MAD and mean of one event's per-iteration times."""
-    values = [float(t) for t in times_us]
-    if not values:
-        return {}
-    return {
-        "p50_us": percentile(values, 50),
-        "p90_us": percentile(values, 90),
-        "min_us": min(values),
-        "max_us": max(values),
-        "mad_us": mad(values),
-        "mean_us": sum(values) / len(values),
-    }
 
 
 def add_statistics(profile: dict[str, Any]) -> dict[str, Any]:

@@ -7,8 +7,9 @@ import statistics
 
 import pytest
 
+from hil.analysis.statistics import mad, percentile, summarize
 from hil.errors import AnalysisError
-from hil.regress.stats import MAD_TO_SIGMA, add_statistics, drop_warmup, mad, percentile, summarize
+from hil.regress.stats import MAD_TO_SIGMA, add_statistics, drop_warmup
 from test_regress_synth import synth_profile
 
 
