@@ -9,6 +9,7 @@ extern "C" {
 #endif
 
 void BOARD_InitDebugConsole(void);
+void BOARD_InitAHBSC(void);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* Stand-in for the board's clock_config.h (compile check only). */
+/* Stand-in for the board's common/clock/cm33_core0/clock_config.h (compile check only). */
 #ifndef _CLOCK_CONFIG_H_
 #define _CLOCK_CONFIG_H_
 
@@ -6,7 +6,7 @@
 extern "C" {
 #endif
 
-void BOARD_InitBootClocks(void);
+void BOARD_BootClockHSRUN(void);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* Stand-in for the example's pin_mux.h (compile check only). */
+/* Stand-in for the eIQ example's pin_mux.h (compile check only). */
 #ifndef _PIN_MUX_H_
 #define _PIN_MUX_H_
 
@@ -6,7 +6,8 @@
 extern "C" {
 #endif
 
-void BOARD_InitBootPins(void);
+void BOARD_InitPins(void);     /* debug console (LPUART0) pins */
+void BOARD_InitPmicPins(void); /* the PMIC's I2C pins */
 
 #ifdef __cplusplus
 }

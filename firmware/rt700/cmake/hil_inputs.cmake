@@ -36,20 +36,52 @@ function(hil_require_files var)
   set(HIL_INPUT_ERRORS "${HIL_INPUT_ERRORS}" PARENT_SCOPE)
 endfunction()
 
+# A workspace made by `make rt700-sdk` (RT700_SDK_DIR) supplies the three source paths at once;
+# any of them set explicitly (-D or the environment) wins.
+if(NOT DEFINED RT700_SDK_DIR AND DEFINED ENV{RT700_SDK_DIR} AND NOT "$ENV{RT700_SDK_DIR}" STREQUAL "")
+  set(RT700_SDK_DIR "$ENV{RT700_SDK_DIR}")
+endif()
+if(DEFINED RT700_SDK_DIR AND NOT "${RT700_SDK_DIR}" STREQUAL "")
+  foreach(pair "MCUX_SDK=mcuxsdk" "EXECUTORCH_ROOT=executorch"
+               "NEUTRON_LIB_DIR=mcuxsdk/middleware/eiq/neutron/rt700/cm33")
+    string(REPLACE "=" ";" pair "${pair}")
+    list(GET pair 0 var)
+    list(GET pair 1 rel)
+    if((NOT DEFINED ${var} OR "${${var}}" STREQUAL "") AND "$ENV{${var}}" STREQUAL "")
+      set(${var} "${RT700_SDK_DIR}/${rel}" CACHE PATH "${var} (from RT700_SDK_DIR)" FORCE)
+    endif()
+  endforeach()
+endif()
+
+# Debian's gcc-arm-none-eabi lives in /usr: without ARMGCC_DIR, take the toolchain on PATH.
+if((NOT DEFINED ARMGCC_DIR OR "${ARMGCC_DIR}" STREQUAL "") AND "$ENV{ARMGCC_DIR}" STREQUAL "")
+  find_program(_hil_arm_gcc arm-none-eabi-gcc)
+  if(_hil_arm_gcc)
+    get_filename_component(_hil_arm_bin "${_hil_arm_gcc}" DIRECTORY)
+    get_filename_component(ARMGCC_DIR "${_hil_arm_bin}" DIRECTORY)
+    set(ARMGCC_DIR "${ARMGCC_DIR}" CACHE PATH "Arm GNU toolchain root (found on PATH)" FORCE)
+  endif()
+endif()
+
 set(HIL_INPUT_ERRORS "")
 hil_require_paths(DIRECTORY MCUX_SDK EXECUTORCH_ROOT NEUTRON_LIB_DIR ARMGCC_DIR)
 hil_require_paths(FILE MODEL)
 hil_require_files(NEUTRON_LIB_DIR libNeutronDriver.a libNeutronFirmware.a)
 hil_require_files(ARMGCC_DIR bin/arm-none-eabi-gcc)
-hil_require_files(EXECUTORCH_ROOT CMakeLists.txt devtools/etdump/etdump_flatcc.h)
+hil_require_files(EXECUTORCH_ROOT CMakeLists.txt devtools/etdump/etdump_flatcc.h
+                  backends/nxp/runtime/NeutronBackend.cpp third-party/flatcc/CMakeLists.txt
+                  third-party/flatbuffers/CMakeLists.txt)
 
 if(HIL_INPUT_ERRORS)
   list(JOIN HIL_INPUT_ERRORS "\n" _hil_errors)
   message(FATAL_ERROR
     "et-hil RT700 firmware: the build inputs are incomplete:\n${_hil_errors}\n"
-    "MCUX_SDK: the MCUXpresso SDK 26.06 west workspace for mimxrt700evk; "
-    "EXECUTORCH_ROOT: an ExecuTorch 1.5.1 source checkout; "
-    "NEUTRON_LIB_DIR: eiq_neutron_sdk/target/imxrt700/rt700/cm33; "
-    "ARMGCC_DIR: the Arm GNU toolchain root (holding bin/arm-none-eabi-gcc); "
-    "MODEL: the .pte to link in. See firmware/rt700/README.md.")
+    "The simplest fix: `make rt700-sdk` assembles every source from the pins in "
+    "firmware/rt700/pins.toml, and `make firmware BOARD=rt700 MODEL=...` then finds them "
+    "(RT700_SDK_DIR). By hand: MCUX_SDK = the `mcuxsdk` folder of a west workspace for "
+    "mimxrt700evk; EXECUTORCH_ROOT = an ExecuTorch source checkout with the third-party/flatbuffers "
+    "and third-party/flatcc submodules; NEUTRON_LIB_DIR = the folder holding libNeutronDriver.a and "
+    "libNeutronFirmware.a for the Cortex-M33 (mcuxsdk-middleware-eiq neutron/rt700/cm33, or "
+    "eiq_neutron_sdk's target/imxrt700/rt700/cm33); ARMGCC_DIR = the Arm GNU toolchain root; "
+    "MODEL = the .pte to link in. See firmware/rt700/README.md.")
 endif()

@@ -1,30 +1,53 @@
 /*
- * Board support for the MIMXRT700-EVK (MIMXRT798S, Cortex-M33 core 0), from the MCUXpresso SDK.
+ * Board support for the MIMXRT700-EVK (MIMXRT798S, Cortex-M33 core 0 + eIQ Neutron NPU),
+ * on the MCUXpresso SDK. See board_glue.h for why this is the only file that touches the SDK.
  */
 #include "board_glue.h"
+
+#include <string.h>
 
 #include "board.h"
 #include "clock_config.h"
 #include "fsl_device_registers.h"
+#include "fsl_power.h"
 #include "pin_mux.h"
+#include "pmic_support.h"
 
-#if defined(HIL_BOARD_SPLIT_INIT)
-/* Older SDK examples: the three steps are called one by one. */
+/* VDD2 for the HSRUN clock tree: NXP's eIQ examples set 1.1 V before BOARD_BootClockHSRUN(). */
+#define HIL_VDD2_HSRUN_UV 1100000U
+
+/* The Neutron driver's entry point (ExecuTorch backends/nxp/runtime/NeutronDriver.h: NeutronError is an int32_t). */
+extern int32_t neutronInit(void);
+
+/* The model's load image in flash and its RAM home (link/hil_rt700_flash.ld). */
+extern unsigned char __hil_model_load__[];
+extern unsigned char __hil_model_start__[];
+extern unsigned char __hil_model_end__[];
+
 void hil_board_init(void)
 {
-    BOARD_InitBootPins();
-    BOARD_InitBootClocks();
+    BOARD_InitPins();
+    BOARD_InitAHBSC();
+
+    BOARD_InitPmicPins();
+    BOARD_InitPmic();
+    BOARD_SetPmicVdd2Voltage(HIL_VDD2_HSRUN_UV);
+    BOARD_BootClockHSRUN();
     BOARD_InitDebugConsole();
-}
-#else
-/* SDK 26.06 examples: each example's hardware_init.c provides this (pins, clocks, console). */
-void BOARD_InitHardware(void);
 
-void hil_board_init(void)
-{
-    BOARD_InitHardware();
+    /* The NPU RAMs: array (APD) and periphery (PPD) power-downs off, as NXP's eIQ examples do
+     * (MIMXRT798S fsl_power.h: kPDRUNCFG_APD_NPU, kPDRUNCFG_PPD_NPU); ApplyPD makes it take effect. */
+    POWER_DisablePD(kPDRUNCFG_APD_NPU);
+    POWER_DisablePD(kPDRUNCFG_PPD_NPU);
+    POWER_ApplyPD();
+
+    memcpy(__hil_model_start__, __hil_model_load__, (size_t)(__hil_model_end__ - __hil_model_start__));
 }
-#endif
+
+int32_t hil_npu_init(void)
+{
+    return neutronInit();
+}
 
 uint32_t hil_core_clock_hz(void)
 {

@@ -1,14 +1,10 @@
 /*
  * Build-time knobs of the RT700 profiling firmware. Every one can be set from CMake
- * (-DHIL_ITERATIONS=10 etc., see firmware/rt700/CMakeLists.txt) without editing the source.
+ * (-DHIL_METHOD_POOL_SIZE=... etc., see firmware/rt700/CMakeLists.txt) without editing the source.
+ * The run count is not one of them: the harness writes it at run time (hil_result.h).
  */
 #ifndef HIL_CONFIG_H
 #define HIL_CONFIG_H
-
-/* How many times the method runs; each run adds one "Execute" block to the ETDump. */
-#ifndef HIL_ITERATIONS
-#define HIL_ITERATIONS 1
-#endif
 
 /* Which method of the program runs (0 is `forward` for a single-method export). */
 #ifndef HIL_METHOD_INDEX
@@ -46,10 +42,6 @@
 #define HIL_IN_POOL_SECTION __attribute__((section(HIL_POOL_SECTION)))
 #else
 #define HIL_IN_POOL_SECTION
-#endif
-
-#if HIL_ITERATIONS < 1
-#error "HIL_ITERATIONS must be at least 1"
 #endif
 
 #endif /* HIL_CONFIG_H */

@@ -1,7 +1,9 @@
 /*
  * et-hil RT700 profiling firmware.
  *
- * Runs the compiled-in ExecuTorch program HIL_ITERATIONS times under an ETDumpGen event tracer
+ * Brings up the board and the Neutron NPU, takes the run count from the harness (the
+ * run-configuration handshake of firmware/common/hil_result.h: one image serves any count), runs
+ * the compiled-in ExecuTorch program warm-up + iterations times under an ETDumpGen event tracer
  * and hands the ETDump to the harness: it prints the line protocol (firmware/common/
  * hil_protocol.h), publishes {buf, size} in `hil_etdump_result` and calls `hil_etdump_ready()`,
  * where the harness's debugger stops and dumps the bytes.
@@ -44,7 +46,7 @@ namespace {
 alignas(16) HIL_IN_POOL_SECTION uint8_t g_method_pool[HIL_METHOD_POOL_SIZE];
 alignas(16) HIL_IN_POOL_SECTION uint8_t g_temp_pool[HIL_TEMP_POOL_SIZE];
 alignas(16) HIL_IN_POOL_SECTION uint8_t g_etdump_buffer[HIL_ETDUMP_BUFFER_SIZE];
-uint32_t g_inference_us[HIL_ITERATIONS];
+uint32_t g_inference_us[HIL_MAX_RUNS];
 
 /* Says what failed on the console and ends the program (the harness then sees no breakpoint). */
 int fail(const char* what, Error err) {
@@ -73,12 +75,40 @@ uint32_t ticks_to_us(et_timestamp_t start, et_timestamp_t end) {
   return static_cast<uint32_t>(ns / 1000U);
 }
 
+/* The run count: from the harness's debugger when it wrote one, else 1 measured run (said on the console). */
+bool take_run_config(uint32_t& iterations, uint32_t& warmup) {
+  iterations = 1U;
+  warmup = 0U;
+  const int taken = hil_take_run_config(&iterations, &warmup);
+  if (taken < 0) {
+    PRINTF(HIL_FMT_RUN_CONFIG_REFUSED, static_cast<unsigned>(hil_run_config.iterations),
+           static_cast<unsigned>(hil_run_config.warmup), static_cast<unsigned>(hil_run_config.max_runs));
+    return false;
+  }
+  PRINTF(HIL_FMT_RUN_CONFIG, static_cast<unsigned>(iterations), static_cast<unsigned>(warmup),
+         taken > 0 ? HIL_RUN_CONFIG_FROM_DEBUGGER : HIL_RUN_CONFIG_DEFAULTS);
+  return true;
+}
+
 }  // namespace
 
 int main(void) {
   hil_board_init();
   executorch::runtime::runtime_init();  // et_pal_init(): starts the cycle counter
   PRINTF(HIL_FMT_BANNER, "rt700");
+  // The Neutron driver must be up before the delegate's init() prepares its model.
+  const int32_t npu = hil_npu_init();
+  if (npu != 0) {
+    PRINTF(HIL_FMT_ERROR, "neutronInit", static_cast<unsigned>(npu));  // a NeutronError code
+    PRINTF(HIL_MSG_PROGRAM_FAILED);
+    return 1;
+  }
+  uint32_t iterations = 0;
+  uint32_t warmup = 0;
+  if (!take_run_config(iterations, warmup)) {
+    PRINTF(HIL_MSG_PROGRAM_FAILED);
+    return 1;
+  }
 
   BufferDataLoader loader(model_pte, model_pte_len);
   Result<Program> program = Program::load(&loader);
@@ -123,7 +153,8 @@ int main(void) {
   PRINTF(HIL_MSG_INPUTS_PREPARED);
 
   PRINTF(HIL_MSG_STARTING);
-  for (unsigned i = 0; i < HIL_ITERATIONS; ++i) {
+  const uint32_t runs = warmup + iterations;
+  for (uint32_t i = 0; i < runs; ++i) {
     const et_timestamp_t start = et_pal_current_ticks();
     err = method->execute();
     const et_timestamp_t end = et_pal_current_ticks();
@@ -141,7 +172,7 @@ int main(void) {
   PRINTF(HIL_FMT_MODEL_SIZE, static_cast<unsigned>(model_pte_len),
          static_cast<unsigned>(model_pte_len));
   PRINTF(HIL_FMT_OUTPUTS, static_cast<unsigned>(method->outputs_size()));
-  for (unsigned i = 0; i < HIL_ITERATIONS; ++i) {
+  for (uint32_t i = 0; i < runs; ++i) {  // warm-up runs first, as in the ETDump
     PRINTF(HIL_FMT_INFERENCE_TIME, static_cast<unsigned>(g_inference_us[i]));
   }
 
@@ -150,7 +181,7 @@ int main(void) {
     return fail("get_etdump_data (no ETDump: is ET_EVENT_TRACER_ENABLED set?)",
                 Error::NotFound);
   }
-  PRINTF(HIL_FMT_RESULT_BUF, result.buf, result.size);
+  PRINTF(HIL_FMT_RESULT_BUF, addr(result.buf), static_cast<unsigned>(result.size));
   hil_publish_etdump(result.buf, result.size);  // the debugger stops in hil_etdump_ready()
 
   PRINTF(HIL_MSG_PROGRAM_COMPLETE);
