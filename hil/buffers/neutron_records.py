@@ -2,7 +2,8 @@
 
 Why this exists: without the eIQ Neutron SDK nothing produces a real Neutron profile buffer, so the
 simulation lays one out itself and then turns it into delegate events with *the same rule* the
-runtime uses (ExecuTorch ``backends/nxp/runtime/NeutronBackend.cpp``, see FACTS.md section 4).  Keeping
+runtime uses (ExecuTorch ``backends/nxp/runtime/NeutronBackend.cpp``, the loop that posts
+``event_tracer_log_profiling_delegate`` under ``ET_EVENT_TRACER_ENABLED``).  Keeping
 the two steps apart means the oddities of the runtime (folded setup records, a final "profiling dump"
 event whose end mixes Neutron time units with PAL ticks) reach the Inspector exactly as on a board.
 
@@ -14,11 +15,15 @@ The rule (``events_from_records``):
 * walk the records in order; remember the *first* start stamp seen since the last logged event;
 * a record whose stop ``opCode != 6`` (KOPC_CALLARGS) logs nothing: it is folded into the next event;
 * a record whose stop ``opCode == 6`` logs ``event(name=None, delegate_debug_id=index++,
-  start=<remembered start>.time, end=stop.time, metadata=bytes([<remembered start>.functionCode]))``;
+  start=<remembered start>.time, end=stop.time, metadata=bytes([<this record's start>.functionCode]))``:
+  the time spans the folded records, the metadata comes from the CALLARGS record's *own* start stamp
+  (``&neutron_events[i].startEvent.functionCode`` in the runtime's loop);
 * after the walk one more event, ``delegate_debug_id=index``, covers the profiling dump:
   ``start = last record's start.time``, ``end = last record's stop.time + (pal_after - pal_before)``
   where the PAL ticks are taken around ``neutronRunBlocking``.  That end adds PAL ticks to a Neutron
-  timestamp; the runtime does this, so the port does too.  Its metadata is ``bytes([0])`` (0 = dump).
+  timestamp; the runtime does this, so the port does too.  Its metadata is the last record's start
+  ``functionCode`` (``&neutron_events[events_num - 1].startEvent.functionCode``), which the Neutron
+  firmware sets to 0 (= profiling dump) on its closing record.
 
 Only opCode 6 has a meaning fixed by the runtime.  The other codes below are the simulation's own,
 named ``SIM_*`` so nobody mistakes them for documented Neutron firmware codes.
@@ -43,7 +48,11 @@ SIM_OPC_SYNC = 3
 """Simulated: final synchronisation after the last kernel (it becomes the dump event's start)."""
 
 DUMP_FUNCTION_CODE = 0
-"""Metadata byte of the last event: 0 = profiling dump (FACTS.md section 4)."""
+"""Function code of the closing record, hence the last event's metadata byte: 0 = profiling dump."""
+SIM_FUNCTION_PREPARE = 0x7F
+"""Simulated: the function code of preparatory records (setup, weight fetch). The runtime ignores it
+(only a CALLARGS record's own start names a kernel), so it is chosen unlike any kernel code: a port
+that took metadata from a folded record would show it."""
 
 _STAMP = struct.Struct("<BBBBI")
 RECORD_SIZE = 2 * _STAMP.size
@@ -113,11 +122,12 @@ def events_from_records(records: Sequence[ProfileRecord], pal_before: int, pal_a
             first_start = rec.start
         if rec.stop.op_code != KOPC_CALLARGS:
             continue
-        events.append(DelegateEvent(index, first_start.time, rec.stop.time, bytes([first_start.function_code])))
+        events.append(DelegateEvent(index, first_start.time, rec.stop.time, bytes([rec.start.function_code])))
         index += 1
         first_start = None
     last = records[-1]
-    events.append(DelegateEvent(index, last.start.time, last.stop.time + (pal_after - pal_before), bytes([DUMP_FUNCTION_CODE])))
+    end = last.stop.time + (pal_after - pal_before)
+    events.append(DelegateEvent(index, last.start.time, end, bytes([last.start.function_code])))
     return events
 
 
@@ -144,9 +154,9 @@ def layout_delegate_call(
     """Lay out the records one delegate call writes, starting at Neutron time `t0`.
 
     Order: a graph-setup record (folded into kernel 0), then per kernel an optional weight-fetch record
-    (folded into that kernel) and its CALLARGS record, then a sync record (the dump event's anchor).
-    Preparatory records carry the function code of the kernel they prepare, so the folded start
-    stamp -- whose functionCode the runtime uses as metadata -- still names the kernel.
+    (folded into that kernel) and its CALLARGS record, then a sync record (the dump event's anchor,
+    function code 0). Preparatory records carry SIM_FUNCTION_PREPARE: the runtime takes a kernel's
+    metadata from its CALLARGS record, never from the records folded into it.
     Returns the records and the Neutron time at which the last record stops.
     """
     if not kernels:
@@ -159,10 +169,10 @@ def layout_delegate_call(
         records.append(_record(op_code, function_code, t, t + ticks))
         t += ticks + gap_ticks
 
-    emit(SIM_OPC_GRAPH_SETUP, kernels[0].function_code, setup_ticks)
+    emit(SIM_OPC_GRAPH_SETUP, SIM_FUNCTION_PREPARE, setup_ticks)
     for k in kernels:
         if k.fetch_ticks > 0:
-            emit(SIM_OPC_WEIGHT_FETCH, k.function_code, k.fetch_ticks)
+            emit(SIM_OPC_WEIGHT_FETCH, SIM_FUNCTION_PREPARE, k.fetch_ticks)
         emit(KOPC_CALLARGS, k.function_code, k.compute_ticks)
     emit(SIM_OPC_SYNC, DUMP_FUNCTION_CODE, sync_ticks)
     return records, t - gap_ticks
