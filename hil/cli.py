@@ -80,6 +80,12 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     return run_doctor(cfg)
 
 
+def _cmd_check_image(args: argparse.Namespace) -> int:
+    from hil.firmware.image_check import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hil", description="Profile ExecuTorch models on an RT700 board or in QEMU.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -115,6 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="check this machine for what a board needs")
     _add_board_options(doctor, required=False)
     doctor.set_defaults(func=_cmd_doctor)
+
+    from hil.firmware.image_check import add_arguments as add_check_image_arguments
+
+    check_image = sub.add_parser("check-image", help="check a firmware ELF before flashing it (exit 1: a check failed)")
+    add_check_image_arguments(check_image)
+    check_image.set_defaults(func=_cmd_check_image)
 
     from hil.regress.commands import add_regression_commands
 

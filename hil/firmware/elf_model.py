@@ -7,31 +7,24 @@ Comparing the bytes first turns that into a clear refusal.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 from hil.errors import BoardConfigError
+from hil.firmware.elf_reader import ElfReadError, read_elf
 
 SECTION = ".modeldata"
-OBJCOPY = "arm-none-eabi-objcopy"
 
 
-def embedded_model(elf: Path, section: str = SECTION, timeout: float = 30.0) -> bytes | None:
-    """The bytes of `section` in `elf`, or None when the ELF has no such section or no objcopy is installed."""
-    objcopy = shutil.which(OBJCOPY)
-    if objcopy is None:
+def embedded_model(elf: Path, section: str = SECTION) -> bytes | None:
+    """The bytes of `section` in `elf`, or None when the ELF cannot be read or has no such loaded section."""
+    try:
+        image = read_elf(elf)
+    except ElfReadError:
         return None
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "section.bin"
-        done = subprocess.run(
-            [objcopy, "-O", "binary", f"--only-section={section}", str(elf), str(out)],
-            capture_output=True, text=True, timeout=timeout, check=False,
-        )
-        if done.returncode != 0 or not out.is_file() or out.stat().st_size == 0:
-            return None
-        return out.read_bytes()
+    found = image.section(section)
+    if found is None or found.size == 0 or not (found.progbits and found.alloc):
+        return None
+    return image.section_bytes(found)
 
 
 def check_image_carries(elf: Path, pte: Path, *, board: str) -> bool:
