@@ -209,6 +209,29 @@ def check_regions(image: ElfImage, spec: ImageSpec) -> CheckResult:
                    f"({', '.join(r.name for r in spec.regions)})", subjects)
 
 
+def check_load_addresses(image: ElfImage, spec: ImageSpec) -> CheckResult:
+    """Every byte the image carries is loaded into a `load_regions` region (the flash of an XIP board).
+
+    Why: a flash programmer writes an ELF's load segments at their load addresses and has nowhere to
+    put bytes whose load address is RAM (pyOCD skips them with a warning), so such a section -- a model
+    placed in RAM without a flash load image, say -- never reaches the board.
+    """
+    if not spec.load_regions:
+        return CheckResult("load-addresses", Status.NOT_APPLICABLE,
+                           f"board '{spec.board}' declares no [image].load_regions (its loader writes RAM)")
+    flash = tuple(r for r in spec.regions if r.name in spec.load_regions)
+    loaded = [sec for sec in image.sections if sec.alloc and sec.progbits and sec.size > 0 and sec.lma is not None]
+    problems, subjects = [], []
+    for sec in loaded:
+        if any(r.holds(sec.lma, sec.lma + sec.size) for r in flash):
+            subjects.append(f"{sec.name} loaded at {span(sec.lma, sec.lma + sec.size)}")
+        else:
+            problems.append(f"section {sec.name} is loaded at {span(sec.lma, sec.lma + sec.size)}, outside "
+                            f"{', '.join(spec.load_regions)}: a flash programmer cannot put it on the board")
+    return _result("load-addresses", problems, f"{len(loaded)} loaded sections have their bytes in "
+                   f"{', '.join(spec.load_regions)}", subjects)
+
+
 def _placement(what: str, start: int, end: int, regions: tuple[Region, ...]) -> tuple[str | None, Region]:
     """(None, region) when one region holds [start, end); else the problem, said against the nearest region."""
     for region in regions:
@@ -296,10 +319,10 @@ def check_console_formats(image: ElfImage, skip_sections: tuple[str, ...] = ()) 
 
 
 def check_image(image: ElfImage, spec: ImageSpec, pte: bytes | None, pte_name: str = "model.pte") -> ImageReport:
-    """All six checks, in the order a failure would bite: boot, debugger, model, layout, start-up, console."""
+    """All seven checks, in the order a failure would bite: boot, debugger, model, layout, start-up, console."""
     results = (
         check_flash_config(image, spec), check_handshake(image, spec), check_model(image, spec, pte, pte_name),
-        check_regions(image, spec),
+        check_regions(image, spec), check_load_addresses(image, spec),
         check_kernel_registration(image),
         check_console_formats(image, skip_sections=(spec.model_section,) if spec.model_section else ()),
     )

@@ -61,6 +61,7 @@ class ImageSpec:
     regions: tuple[Region, ...]
     model_section: str | None
     model_symbol: str
+    load_regions: tuple[str, ...] = ()
 
     @classmethod
     def from_board(cls, cfg: BoardConfig) -> "ImageSpec":
@@ -75,10 +76,22 @@ class ImageSpec:
                           for r in regions),
             model_section=_field(image, "model_section", str, where, None),
             model_symbol=_field(image, "model_symbol", str, where, "model_pte"),
+            load_regions=_load_regions(image, regions, where),
         )
 
 
 _REQUIRED = object()
+
+
+def _load_regions(image: Any, regions: list[Any], where: str) -> tuple[str, ...]:
+    """`[image].load_regions`: names of declared regions (the flash) where every loaded byte must land."""
+    names = _field(image, "load_regions", list, where, [])
+    declared = {r.get("name") for r in regions if isinstance(r, dict)}
+    for name in names:
+        if not isinstance(name, str) or name not in declared:
+            raise BoardConfigError(f"{where}.load_regions: {name!r} is not one of the declared regions "
+                                   f"({', '.join(sorted(str(d) for d in declared)) or 'none'})")
+    return tuple(names)
 
 
 def _field(table: Any, key: str, kind: type, where: str, default: Any = _REQUIRED) -> Any:

@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 
 from hil.config import load_board_config
+from hil.errors import HilError
 from hil.firmware.elf_reader import read_elf
 from hil.firmware.image_check import (
     PROTOCOL_MARKERS, Status, check_console_formats, check_flash_config, check_handshake, check_image,
-    check_kernel_registration, check_model, check_regions, main,
+    check_kernel_registration, check_load_addresses, check_model, check_regions, main,
 )
 from hil.firmware.image_spec import ImageSpec
 from hil.firmware.model_array import pte_to_c_array
@@ -50,12 +51,13 @@ SECTIONS
   .init_array : {{ KEEP(*(SORT(.init_array.*))) KEEP(*(.init_array)) }}
   .data 0x20010000 : AT({data_lma}) {{ *(.data .data.*) }}
   .bss {bss_address} (NOLOAD) : {{ *(.bss .bss.* COMMON) . += {bss_extra}; }}
-  .modeldata {model_address:#x} : AT(LOADADDR(.data) + SIZEOF(.data)) {{ KEEP(*(.modeldata)) }}
+  .modeldata {model_address:#x} : AT({model_lma}) {{ KEEP(*(.modeldata)) }}
   /DISCARD/ : {{ *(.ARM.exidx*) *(.ARM.extab*) }}
 }}
 """
 LAYOUT = {"flash_config": 0x28000000, "data_lma": "ADDR(.init_array) + SIZEOF(.init_array)",
-          "bss_address": "", "bss_extra": 0, "model_address": 0x20430000}
+          "bss_address": "", "bss_extra": 0, "model_address": 0x20430000,
+          "model_lma": "LOADADDR(.data) + SIZEOF(.data)"}
 
 
 def _run(cmd: list[object], cwd: Path) -> None:
@@ -147,7 +149,8 @@ def test_good_image_passes_every_check_of_the_real_rt700_board_file(good, tmp_pa
     rc, lines, err = _cli(capsys, good, "--model", _pte(tmp_path), "--board", "rt700")
     assert (rc, err) == (0, "")
     assert [line.split(":")[0] for line in lines] == [
-        "PASS flash-config", "PASS handshake", "PASS model", "PASS regions", "PASS kernel-registration",
+        "PASS flash-config", "PASS handshake", "PASS model", "PASS regions", "PASS load-addresses",
+        "PASS kernel-registration",
         "PASS console-formats"]
 
 
@@ -234,6 +237,26 @@ def test_a_load_address_past_its_region_fails(build, rt700):
     assert data.startswith("load address of section .data [0x281ffff8, 0x282")
     assert "overflows m_text [0x28004300, 0x28200000)" in data
     assert model.startswith("load address of section .modeldata [0x282") and "lies in no region" in model
+
+
+def test_a_model_loaded_into_ram_only_fails_the_load_address_check(build, good, rt700):
+    # NXP's eIQ example links its model into RAM only (the debugger loads it); a flash programmer such
+    # as pyOCD writes load segments at their load addresses and cannot put RAM bytes on the board.
+    assert check_load_addresses(read_elf(good), rt700).status is Status.PASS
+    ram_model = read_elf(build.link("ram_model", model_lma="ADDR(.modeldata)"))
+    assert check_regions(ram_model, rt700).status is Status.PASS  # every address is in some region...
+    result = check_load_addresses(ram_model, rt700)  # ...but not every loaded byte is in flash
+    assert result.status is Status.FAIL
+    assert list(result.problems) == ["section .modeldata is loaded at [0x20430000, 0x20430bb9), outside m_flash_config, "
+                               "m_interrupts, m_text: a flash programmer cannot put it on the board"]
+
+
+def test_load_regions_must_name_declared_regions(tmp_path):
+    board = tmp_path / "board.toml"
+    board.write_text((BOARDS_DIR / "rt700.toml").read_text().replace(
+        'load_regions = ["m_flash_config", "m_interrupts", "m_text"]', 'load_regions = ["m_flash"]'))
+    with pytest.raises(HilError, match="load_regions: 'm_flash' is not one of the declared regions"):
+        ImageSpec.from_board(load_board_config(path=board))
 
 
 def test_a_section_in_no_region_names_the_nearest(good, tmp_path, capsys):
@@ -335,7 +358,7 @@ def test_the_qemu_replay_image_passes_against_the_qemu_board(replay_image, capsy
     verdicts = {r.check: r.status for r in report.results}
     assert verdicts == {"flash-config": Status.NOT_APPLICABLE, "handshake": Status.PASS,
                         "model": Status.NOT_APPLICABLE, "regions": Status.PASS,
-                        "kernel-registration": Status.PASS, "console-formats": Status.PASS}, report.to_dict()
+                        "load-addresses": Status.NOT_APPLICABLE, "kernel-registration": Status.PASS, "console-formats": Status.PASS}, report.to_dict()
     regions = next(r for r in report.results if r.check == "regions")
     assert any(s.startswith("load address of .data") and s.endswith("in CODE") for s in regions.subjects)
 
@@ -345,7 +368,7 @@ def test_hil_check_image_runs_end_to_end_with_json(replay_image):
                            "--json"], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, cwd=REPO_ROOT)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["ok"] is True and report["board"] == "qemu" and len(report["checks"]) == 6
+    assert report["ok"] is True and report["board"] == "qemu" and len(report["checks"]) == 7
 
 
 def test_a_failing_check_exits_1_and_json_says_which(build, tmp_path, capsys):
