@@ -146,20 +146,24 @@ def check_neutron_sdk(cfg: BoardConfig | None) -> Check:
 
 
 PATH_CHECKS: list[tuple[str, str, Callable[[Path], str | None]]] = [
-    ("MCUX_SDK", "MCUXpresso SDK 26.06 (west init -m ... for mimxrt700evk)", lambda p: None),
+    ("MCUX_SDK", "the `mcuxsdk` folder of an MCUXpresso SDK 26.06 workspace for mimxrt700evk",
+     lambda p: None if (p / "devices").is_dir() else "no devices/ there"),
     ("EXECUTORCH_ROOT", "ExecuTorch source tree",
      lambda p: None if (p / "CMakeLists.txt").is_file() else "no CMakeLists.txt there"),
     ("NEUTRON_LIB_DIR", "eiq_neutron_sdk/target/imxrt700/rt700/cm33",
      lambda p: next((f"no {lib} there" for lib in ("libNeutronDriver.a", "libNeutronFirmware.a")
                      if not (p / lib).is_file()), None)),
-    ("ARMGCC_DIR", "Arm GNU toolchain root (holds bin/arm-none-eabi-gcc)",
-     lambda p: None if (p / "bin" / "arm-none-eabi-gcc").is_file() else "no bin/arm-none-eabi-gcc there"),
 ]
 
 
 def _path_check(cfg: BoardConfig | None, env: str, what: str, validate: Callable[[Path], str | None]) -> Check:
-    value = os.environ.get(env) or (str(cfg.get(f"paths.{env.lower()}", "") or "") if cfg else "")
-    fix = f"export {env}=... or set [paths].{env.lower()} in the board file ({what}; {README_LAB})"
+    """A firmware source path: from the environment, the board file, or the `make rt700-sdk` workspace."""
+    from hil.firmware.workspace import workspace_paths
+
+    value = (os.environ.get(env) or (str(cfg.get(f"paths.{env.lower()}", "") or "") if cfg else "")
+             or workspace_paths().get(env, ""))
+    fix = (f"`make rt700-sdk` (the pinned workspace), or export {env}=... or set [paths].{env.lower()} in the "
+           f"board file ({what}; {README_LAB})")
     if not value:
         return Check(env, False, "not set", fix)
     path = Path(value).expanduser()

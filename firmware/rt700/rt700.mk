@@ -2,13 +2,18 @@
 # Included by the top Makefile; also works alone from the repo root:
 #   make -f firmware/rt700/rt700.mk firmware-check
 #
-#   make firmware BOARD=rt700 MODEL=path/to/model.pte [HIL_ITERATIONS=10]
-#       cmake configure + build into firmware/rt700/build -> firmware/rt700/build/hil_rt700.elf.
-#       Needs MCUX_SDK, EXECUTORCH_ROOT, NEUTRON_LIB_DIR, ARMGCC_DIR in the environment
-#       (or RT700_CMAKE_ARGS="-DMCUX_SDK=... ..."); see firmware/rt700/README.md.
+#   make firmware BOARD=rt700 MODEL=path/to/model.pte [RT700_SDK_DIR=DIR] [RT700_BUILD=DIR]
+#       cmake configure + build into RT700_BUILD (firmware/rt700/build) -> hil_rt700.elf, then
+#       `hil check-image` on it. The sources come from the `make rt700-sdk` workspace (RT700_SDK_DIR,
+#       default the one rt700-sdk makes), or from MCUX_SDK, EXECUTORCH_ROOT, NEUTRON_LIB_DIR in the
+#       environment (or RT700_CMAKE_ARGS="-DMCUX_SDK=... ..."); see firmware/rt700/README.md.
+#       The run count is not a build option: the harness sets it at run time.
 #   make firmware-check
 #       compiles the firmware sources with arm-none-eabi-g++/gcc against the ExecuTorch headers
 #       of the installed executorch wheel and the stand-in board headers in firmware/rt700/check.
+#   make rt700-sdk [RT700_SDK_DIR=DIR] [HIL_GIT_BASE=URL_OR_FOLDER]
+#       checks out the commits pinned in firmware/rt700/pins.toml (ExecuTorch, MCUXpresso SDK)
+#       into one workspace and writes DIR/workspace.env (MCUX_SDK, EXECUTORCH_ROOT, NEUTRON_LIB_DIR).
 
 RT700_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 RT700_COMMON := $(RT700_DIR)/../common
@@ -18,15 +23,22 @@ PYTHON ?= $(if $(PY),$(PY),.venv/bin/python)
 CMAKE ?= cmake
 RT700_CMAKE_ARGS ?=
 
-.PHONY: firmware firmware-check
+.PHONY: firmware firmware-check rt700-sdk
+
+# The workspace `make firmware` reads: RT700_SDK_DIR, else rt700-sdk's default when it exists there
+# (asked of hil.firmware.workspace, so the default lives in one place), else none (paths from the
+# environment).
+RT700_FIRMWARE_SDK = $(or $(RT700_SDK_DIR),$(shell d=$$($(PYTHON) -c 'from hil.firmware.workspace import default_dest; print(default_dest())' 2>/dev/null); [ -f "$$d/workspace.env" ] && echo "$$d"))
 
 firmware:
 	@if [ "$(BOARD)" != "rt700" ]; then \
 	  echo "make firmware: only BOARD=rt700 builds here (got BOARD='$(BOARD)'); the QEMU image is built by the harness" >&2; exit 2; fi
 	@if [ -z "$(MODEL)" ] || [ ! -f "$(MODEL)" ]; then \
 	  echo "make firmware: MODEL='$(MODEL)' is not a .pte file; pass MODEL=path/to/model.pte" >&2; exit 2; fi
+	@if [ -n "$(HIL_ITERATIONS)" ]; then \
+	  echo "make firmware: HIL_ITERATIONS is gone: one image serves any count; pass --iterations to hil run / --hil-iterations to pytest" >&2; exit 2; fi
 	$(CMAKE) -S $(RT700_DIR) -B $(RT700_BUILD) -DMODEL=$(abspath $(MODEL)) \
-	  -DHIL_PYTHON=$(abspath $(PYTHON)) $(if $(HIL_ITERATIONS),-DHIL_ITERATIONS=$(HIL_ITERATIONS)) \
+	  -DHIL_PYTHON=$(abspath $(PYTHON)) $(if $(RT700_FIRMWARE_SDK),-DRT700_SDK_DIR=$(abspath $(RT700_FIRMWARE_SDK))) \
 	  $(RT700_CMAKE_ARGS)
 	$(CMAKE) --build $(RT700_BUILD) --target hil_rt700
 	@echo "firmware: $(RT700_BUILD)/hil_rt700.elf"
@@ -43,7 +55,7 @@ RT700_ET_PKG = $(eval RT700_ET_PKG := $(shell $(PYTHON) -c 'import importlib.uti
 RT700_ET_INCLUDE = $(RT700_ET_PKG)/include
 RT700_CHECK_CPU = -mcpu=cortex-m33 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16
 RT700_CHECK_COMMON = $(RT700_CHECK_CPU) -Os -g -Wall -Wextra -Werror -MMD -MP \
-  -DCPU_MIMXRT798SGFOA_cm33_core0 -DET_EVENT_TRACER_ENABLED -DC10_USING_CUSTOM_GENERATED_MACROS \
+  -DCPU_MIMXRT798SGFOB_cm33_core0 -DMIMXRT798S_cm33_core0_SERIES -DET_EVENT_TRACER_ENABLED -DC10_USING_CUSTOM_GENERATED_MACROS \
   -I$(RT700_DIR)/src -I$(RT700_COMMON) -I$(RT700_DIR)/check \
   -isystem $(RT700_ET_INCLUDE) -isystem $(RT700_ET_INCLUDE)/executorch/runtime/core/portable_type/c10 \
   $(RT700_CHECK_EXTRA_FLAGS)
@@ -72,3 +84,12 @@ $(RT700_CHECK_DIR)/%.o: $(RT700_COMMON)/%.c | rt700-check-headers
 	$(RT700_ARM_GCC) $(RT700_CHECK_CFLAGS) -c $< -o $@
 
 -include $(wildcard $(RT700_CHECK_DIR)/*.d)
+
+# ---- source workspace ----------------------------------------------------------------------
+# Empty: the module's own default, $HIL_CACHE_DIR/rt700-sdk or ~/.cache/et-hil/rt700-sdk
+# (hil/paths.py), so the default lives in one place. RT700_SDK_ARGS: e.g. --bench-commits.
+RT700_SDK_DIR ?=
+RT700_SDK_ARGS ?=
+# The venv comes from the top Makefile's `venv` target when included from it.
+rt700-sdk: $(if $(VENV_STAMP),venv)
+	$(PYTHON) -m hil.firmware.workspace $(if $(RT700_SDK_DIR),--dest $(RT700_SDK_DIR)) $(RT700_SDK_ARGS)

@@ -25,15 +25,16 @@ def _line(text: str, name: str) -> str:
     return next(line for line in text.splitlines() if f" {name}:" in line)
 
 
-def test_rt700_on_a_machine_without_pack_or_probe(monkeypatch):
-    """This machine: real pyOCD 0.46.0 without NXP's pack, no probe attached."""
+def test_rt700_on_a_machine_without_pack_or_probe(monkeypatch, tmp_path):
+    """This machine: real pyOCD 0.46.0 without NXP's pack, no probe attached, no source workspace."""
     monkeypatch.delenv("MCUX_SDK", raising=False)
+    monkeypatch.setenv("RT700_SDK_DIR", str(tmp_path))
     rc, text, took = _run(load_board_config("rt700"))
     assert rc != 0 and took < 30
     assert "MISSING" in _line(text, "pyOCD target mimxrt798sgfob")
     assert "pyocd pack install mimxrt798sgfob" in text
     assert "MISSING" in _line(text, "debug probes")
-    assert "MISSING" in _line(text, "MCUX_SDK") and "export MCUX_SDK" in text
+    assert "MISSING" in _line(text, "MCUX_SDK") and "export MCUX_SDK" in text and "make rt700-sdk" in text
     last = text.strip().splitlines()[-1]
     assert last.startswith("hil doctor: MISSING") and "pyOCD target mimxrt798sgfob" in last and "debug probes" in last
     assert _line(text, "pyOCD").lstrip().startswith("ok") and "0.46.0" in _line(text, "pyOCD")
@@ -54,12 +55,32 @@ def test_two_probes_without_an_id_is_flagged(monkeypatch):
     assert "MISSING" in line and UID in line and "AAQ3QZ0NUV1ZX" in line and "no probe id" in line
 
 
+def test_paths_come_from_the_rt700_sdk_workspace(monkeypatch, tmp_path):
+    for env in ("MCUX_SDK", "EXECUTORCH_ROOT", "NEUTRON_LIB_DIR"):
+        monkeypatch.delenv(env, raising=False)
+    sdk, et, libs = tmp_path / "ws" / "mcuxsdk", tmp_path / "ws" / "executorch", tmp_path / "ws" / "cm33"
+    for folder in (sdk / "devices", et, libs):
+        folder.mkdir(parents=True)
+    (et / "CMakeLists.txt").write_text("")
+    for lib in ("libNeutronDriver.a", "libNeutronFirmware.a"):
+        (libs / lib).write_bytes(b"!<arch>\n")
+    # as `make rt700-sdk` writes it
+    (tmp_path / "ws" / "workspace.env").write_text(
+        f"# written by hil.firmware.workspace\nexport MCUX_SDK={sdk}\nexport EXECUTORCH_ROOT={et}\n"
+        f"export NEUTRON_LIB_DIR={libs}\n")
+    monkeypatch.setenv("RT700_SDK_DIR", str(tmp_path / "ws"))
+    _, text, _ = _run(load_board_config("rt700"))
+    for env, path in (("MCUX_SDK", sdk), ("EXECUTORCH_ROOT", et), ("NEUTRON_LIB_DIR", libs)):
+        assert _line(text, env).lstrip().startswith("ok") and str(path) in _line(text, env)
+
+
 def test_paths_from_environment_are_checked(monkeypatch, tmp_path):
     libs = tmp_path / "cm33"
     libs.mkdir()
     (libs / "libNeutronDriver.a").write_bytes(b"!<arch>\n")
     monkeypatch.setenv("NEUTRON_LIB_DIR", str(libs))
     monkeypatch.setenv("MCUX_SDK", str(tmp_path))
+    (tmp_path / "devices").mkdir()
     _, text, _ = _run(load_board_config("rt700"))
     assert _line(text, "MCUX_SDK").lstrip().startswith("ok")
     assert "MISSING" in _line(text, "NEUTRON_LIB_DIR") and "libNeutronFirmware.a" in _line(text, "NEUTRON_LIB_DIR")

@@ -104,6 +104,9 @@ def _workspace(root: Path, et_extra: str = "", drop: str | None = None) -> Path:
                 "third-party/flatcc/CMakeLists.txt", "third-party/flatbuffers/CMakeLists.txt"):
         _touch(et / rel)
     (root / "m.pte").write_bytes(b"PTE")
+    # as `make rt700-sdk` writes it (shell syntax, paths from firmware/rt700/pins.toml's [env])
+    _touch(root / "workspace.env", f"# written by hil.firmware.workspace\nexport MCUX_SDK={sdk}\n"
+           f"export EXECUTORCH_ROOT={et}\nexport NEUTRON_LIB_DIR={sdk}/middleware/eiq/neutron/rt700/cm33\n")
     return root
 
 
@@ -205,6 +208,13 @@ def test_a_missing_sdk_file_is_named(tmp_path: Path) -> None:
     proc = _cmake(tmp_path / "build", f"-DRT700_SDK_DIR={root}", f"-DMODEL={root / 'm.pte'}")
     assert proc.returncode != 0
     assert missing in proc.stderr and "make rt700-sdk" in " ".join(proc.stderr.split())
+
+
+def test_a_folder_that_is_no_workspace_is_named(tmp_path: Path) -> None:
+    (tmp_path / "m.pte").write_bytes(b"PTE")
+    proc = _cmake(tmp_path / "build", f"-DRT700_SDK_DIR={tmp_path}", f"-DMODEL={tmp_path / 'm.pte'}")
+    assert proc.returncode != 0
+    assert f"RT700_SDK_DIR={tmp_path} holds no workspace.env" in " ".join(proc.stderr.split())
 
 
 def test_configure_refuses_an_executorch_that_disables_devtools(tmp_path: Path) -> None:

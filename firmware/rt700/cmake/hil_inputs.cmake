@@ -36,21 +36,29 @@ function(hil_require_files var)
   set(HIL_INPUT_ERRORS "${HIL_INPUT_ERRORS}" PARENT_SCOPE)
 endfunction()
 
-# A workspace made by `make rt700-sdk` (RT700_SDK_DIR) supplies the three source paths at once;
-# any of them set explicitly (-D or the environment) wins.
+# A workspace made by `make rt700-sdk` (RT700_SDK_DIR) supplies the three source paths at once, in
+# its workspace.env (written from firmware/rt700/pins.toml); any of them set explicitly (-D or the
+# environment) wins.
 if(NOT DEFINED RT700_SDK_DIR AND DEFINED ENV{RT700_SDK_DIR} AND NOT "$ENV{RT700_SDK_DIR}" STREQUAL "")
   set(RT700_SDK_DIR "$ENV{RT700_SDK_DIR}")
 endif()
+set(HIL_WORKSPACE_ERROR "")
 if(DEFINED RT700_SDK_DIR AND NOT "${RT700_SDK_DIR}" STREQUAL "")
-  foreach(pair "MCUX_SDK=mcuxsdk" "EXECUTORCH_ROOT=executorch"
-               "NEUTRON_LIB_DIR=mcuxsdk/middleware/eiq/neutron/rt700/cm33")
-    string(REPLACE "=" ";" pair "${pair}")
-    list(GET pair 0 var)
-    list(GET pair 1 rel)
-    if((NOT DEFINED ${var} OR "${${var}}" STREQUAL "") AND "$ENV{${var}}" STREQUAL "")
-      set(${var} "${RT700_SDK_DIR}/${rel}" CACHE PATH "${var} (from RT700_SDK_DIR)" FORCE)
-    endif()
-  endforeach()
+  if(NOT EXISTS "${RT700_SDK_DIR}/workspace.env")
+    set(HIL_WORKSPACE_ERROR "  RT700_SDK_DIR=${RT700_SDK_DIR} holds no workspace.env (not made by `make rt700-sdk`?)")
+  else()
+    file(STRINGS "${RT700_SDK_DIR}/workspace.env" _hil_env_lines REGEX "^(export )?[A-Z_]+=")
+    foreach(line IN LISTS _hil_env_lines)
+      string(REGEX MATCH "^(export )?([A-Z_]+)=(.*)$" _ "${line}")
+      set(var "${CMAKE_MATCH_2}")
+      set(value "${CMAKE_MATCH_3}")
+      string(REGEX REPLACE "^'(.*)'$" "\\1" value "${value}")
+      if(var MATCHES "^(MCUX_SDK|EXECUTORCH_ROOT|NEUTRON_LIB_DIR)$"
+         AND (NOT DEFINED ${var} OR "${${var}}" STREQUAL "") AND "$ENV{${var}}" STREQUAL "")
+        set(${var} "${value}" CACHE PATH "${var} (from ${RT700_SDK_DIR}/workspace.env)" FORCE)
+      endif()
+    endforeach()
+  endif()
 endif()
 
 # Debian's gcc-arm-none-eabi lives in /usr: without ARMGCC_DIR, take the toolchain on PATH.
@@ -63,7 +71,7 @@ if((NOT DEFINED ARMGCC_DIR OR "${ARMGCC_DIR}" STREQUAL "") AND "$ENV{ARMGCC_DIR}
   endif()
 endif()
 
-set(HIL_INPUT_ERRORS "")
+set(HIL_INPUT_ERRORS "${HIL_WORKSPACE_ERROR}")
 hil_require_paths(DIRECTORY MCUX_SDK EXECUTORCH_ROOT NEUTRON_LIB_DIR ARMGCC_DIR)
 hil_require_paths(FILE MODEL)
 hil_require_files(NEUTRON_LIB_DIR libNeutronDriver.a libNeutronFirmware.a)
