@@ -19,7 +19,7 @@ def replay_image(model: str = "cifar10", iterations: int = 3, clock_mhz: float =
     """The model's program and a replay ELF carrying its host-runtime ETDump."""
     compiled = export_model(model, delegate="none")
     buffer = simulated_buffer(compiled, iterations=iterations, clock_mhz=clock_mhz)
-    return compiled, build_qemu_image(buffer.etdump, buffer.console_lines)
+    return compiled, build_qemu_image(buffer.etdump, buffer.console_lines, runs=iterations)
 
 
 def timed(fn: Callable[[], object], repeats: int) -> list[float]:

@@ -1,6 +1,6 @@
 """Reading a 1 MiB ETDump out of the target: `dump binary memory` against MI reads in chunks.
 
-One QEMU + GDB session stopped at hil_etdump_ready; both methods read the same bytes repeatedly
+One QEMU + GDB session (run configured at hil_config_ready, as the harness does) stopped at hil_etdump_ready; both methods read the same bytes repeatedly
 and must agree, so the ratio compares equal work.
 """
 
@@ -17,6 +17,7 @@ from hil.config import load_board_config
 from hil.firmware.qemu_image import build_qemu_image
 from hil.road.gdbmi import GdbMiSession
 from hil.road.ports import LOOPBACK
+from hil.road.run_config import RUN_CONFIG_MAGIC
 from hil.road.qemu import QemuProcess
 
 SIZE = 1 << 20
@@ -28,7 +29,7 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=None, help="bytes per -data-read-memory-bytes (default: harness's)")
     args = parser.parse_args()
     payload = os.urandom(SIZE)
-    elf = build_qemu_image(payload, ["et-hil readout benchmark"])
+    elf = build_qemu_image(payload, ["et-hil readout benchmark"], runs=1)
     cfg = load_board_config("qemu")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -39,6 +40,10 @@ def main() -> None:
             gdb.connect(LOOPBACK, qemu.gdb_port)
             gdb.download()
             gdb.reset()
+            gdb.break_insert("hil_config_ready", temporary=True)
+            gdb.continue_until_stop(30)
+            for field, value in (("iterations", 1), ("warmup", 0), ("magic", RUN_CONFIG_MAGIC)):
+                gdb.write_int(f"hil_run_config.{field}", value)
             gdb.break_insert(cfg.breakpoint)
             stop = gdb.continue_until_stop(30)
             assert stop.reason == "breakpoint-hit", stop.describe()

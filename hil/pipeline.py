@@ -18,7 +18,7 @@ from hil.analysis.console import parse_console
 from hil.analysis.profile import TimeScale, build_profile
 from hil.aot.export import CompiledModel, export_model
 from hil.boards import open_board
-from hil.boards.base import RunCapture
+from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
 from hil.errors import BoardConfigError, HilError
 from hil.firmware.elf_model import check_image_carries
@@ -83,9 +83,13 @@ def choose_delegate(request: RunRequest, report: Callable[[str], None] | None = 
 
 
 def _prepare_image(
-    request: RunRequest, compiled: CompiledModel, delegate: str, timer: StepTimer
+    request: RunRequest, compiled: CompiledModel, delegate: str, plan: RunPlan, timer: StepTimer
 ) -> tuple[Path, TimeScale, dict | None]:
-    """The ELF to flash, how to read the ETDump's ticks, and the simulation's ground truth if any."""
+    """The ELF to flash, how to read the ETDump's ticks, and the simulation's ground truth if any.
+
+    The QEMU replay data is synthesised for exactly `plan.runs` inferences (the image refuses any
+    other count); an RT700 image runs whatever count the handshake gives it.
+    """
     cfg = request.board
     if cfg.kind == "qemu":
         from hil.buffers.simulated import simulated_buffer
@@ -94,10 +98,10 @@ def _prepare_image(
         jitter = request.jitter if request.jitter is not None else float(cfg.get("simulation.jitter", 0.0))
         with timer.step("simulate_etdump"):
             buffer = simulated_buffer(
-                compiled, iterations=request.iterations + request.warmup, clock_mhz=cfg.clock_mhz, seed=request.seed, jitter=jitter
+                compiled, iterations=plan.runs, clock_mhz=cfg.clock_mhz, seed=request.seed, jitter=jitter
             )
         with timer.step("build_image"):
-            image = build_qemu_image(buffer.etdump, buffer.console_lines, **request.image_options)
+            image = build_qemu_image(buffer.etdump, buffer.console_lines, runs=plan.runs, **request.image_options)
         return image, buffer.time_scale, buffer.simulation
     if cfg.kind == "rt700":
         # `{model}` and `{delegate}` let one board file serve a suite with an image per program.
@@ -132,6 +136,7 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
         "status": "failed",
     }
     try:
+        plan = RunPlan(request.iterations, request.warmup)  # a bad count fails here, before any work
         delegate = choose_delegate(request, report)
         with timer.step("aot"):
             compiled = export_model(request.model, delegate=delegate)
@@ -140,12 +145,12 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
         shutil.copyfile(compiled.etrecord_path, out / "etrecord.bin")
         if compiled.extra.get("conversion_log"):
             atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
-        image, time_scale, simulation = _prepare_image(request, compiled, delegate, timer)
+        image, time_scale, simulation = _prepare_image(request, compiled, delegate, plan, timer)
         provenance["firmware_sha256"] = sha256_file(image)
         provenance["firmware"] = str(image)
         if simulation is not None:
             atomic.write_json(out / "simulation.json", simulation)
-        capture = _run_on_board(request, image, timer)
+        capture = _run_on_board(request, image, plan, timer)
         console = parse_console(capture.console)
         with timer.step("analyse"):
             profile = build_profile(
@@ -177,8 +182,8 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
         write_manifest(out, provenance)
 
 
-def _run_on_board(request: RunRequest, image: Path, timer: StepTimer) -> RunCapture:
-    """Flash and run, always closing the board; the board writes serial.log and trace.etdump into out_dir."""
+def _run_on_board(request: RunRequest, image: Path, plan: RunPlan, timer: StepTimer) -> RunCapture:
+    """Flash and run `plan`, always closing the board; the board writes serial.log and trace.etdump into out_dir."""
     cfg = request.board
     timeout = request.timeout_s or float(cfg.get("debug.timeout_s", 120))
     board = open_board(cfg, request.out_dir)
@@ -186,7 +191,7 @@ def _run_on_board(request: RunRequest, image: Path, timer: StepTimer) -> RunCapt
         with timer.step("flash"):
             board.flash(image)
         with timer.step("run"):
-            capture = board.run(timeout)
+            capture = board.run(timeout, plan)
     finally:
         board.close()
     trace = request.out_dir / "trace.etdump"

@@ -36,8 +36,22 @@
 /* One line per iteration. */
 #define HIL_FMT_INFERENCE_TIME "Inference time: %u us" HIL_EOL
 
-/* The ETDump handshake: printed after get_etdump_data(), before hil_etdump_ready(). */
-#define HIL_FMT_RESULT_BUF "Result buf: %p, size: %zu" HIL_EOL
+/*
+ * The run-configuration handshake (hil_result.h): what the firmware will run, and who said so
+ * (HIL_RUN_CONFIG_FROM_DEBUGGER or HIL_RUN_CONFIG_DEFAULTS). The harness checks it against what it wrote.
+ */
+#define HIL_FMT_RUN_CONFIG "Run config: iterations %u, warm-up %u (%s)" HIL_EOL
+#define HIL_RUN_CONFIG_FROM_DEBUGGER "set by the debugger"
+#define HIL_RUN_CONFIG_DEFAULTS "defaults: no debugger wrote hil_run_config"
+/* iterations, warm-up, max_runs: a count the firmware cannot hold. */
+#define HIL_FMT_RUN_CONFIG_REFUSED "HIL error: run config out of range (iterations %u, warm-up %u, at most %u runs)" HIL_EOL
+
+/*
+ * The ETDump handshake: printed after get_etdump_data(), before hil_etdump_ready(). Only %x and %u
+ * of 32-bit values: the MCUXpresso SDK's PRINTF (debug_console_lite) prints %p as bare hex without
+ * "0x" and knows no `z` length modifier unless built with PRINTF_ADVANCED_ENABLE.
+ */
+#define HIL_FMT_RESULT_BUF "Result buf: 0x%x, size: %u" HIL_EOL
 #define HIL_MSG_PROGRAM_COMPLETE "Program complete, exiting." HIL_EOL
 
 /* Failure: what failed and the ExecuTorch error code (or 0); then the firmware stops. */
@@ -47,5 +61,7 @@
 /* The names the debugger looks for (board files: debug.breakpoint, debug.result_expr). */
 #define HIL_BREAKPOINT_SYMBOL "hil_etdump_ready"
 #define HIL_RESULT_SYMBOL "hil_etdump_result"
+#define HIL_CONFIG_BREAKPOINT_SYMBOL "hil_config_ready"
+#define HIL_RUN_CONFIG_SYMBOL "hil_run_config"
 
 #endif /* HIL_PROTOCOL_H */

@@ -1,19 +1,48 @@
 /*
- * The ETDump handshake (see hil_result.h). Kept apart from the application so that any firmware
- * -- the RT700 app, a user's own -- links the same two symbols with the same guarantees.
+ * The debugger handshakes (see hil_result.h). Kept apart from the application so that any firmware
+ * -- the RT700 app, the QEMU replay image, a user's own -- links the same symbols with the same
+ * guarantees.
  */
 #include "hil_result.h"
 
-/* `used` keeps it under --gc-sections even if only the debugger reads it. */
+/*
+ * `used` keeps the compiler from dropping them even if only the debugger reads or writes them. The
+ * linker's --gc-sections still drops what nothing references: hil_take_run_config() and
+ * hil_publish_etdump() reference all four, so a firmware that calls both keeps them all (the QEMU
+ * replay image relies on exactly that to build its no-handshake variant).
+ */
 __attribute__((used)) volatile struct hil_etdump_result_t hil_etdump_result;
+__attribute__((used)) volatile struct hil_run_config_t hil_run_config = {0u, 0u, 0u, HIL_MAX_RUNS};
 
 /*
- * noipa: the optimiser may not inline, clone or drop it, so `break hil_etdump_ready` always hits
- * one real address; the asm body gives it an effect and orders the result stores before it.
+ * noipa: the optimiser may not inline, clone or drop them, so a breakpoint on either name always
+ * hits one real address; the asm body gives each an effect and orders the surrounding stores.
  */
+__attribute__((noinline, noipa, used)) void hil_config_ready(void)
+{
+    __asm__ volatile("" ::: "memory");
+}
+
 __attribute__((noinline, noipa, used)) void hil_etdump_ready(void)
 {
     __asm__ volatile("" ::: "memory");
+}
+
+int hil_take_run_config(uint32_t *iterations, uint32_t *warmup)
+{
+    hil_config_ready();
+    if (hil_run_config.magic != HIL_RUN_CONFIG_MAGIC) {
+        return 0;
+    }
+    hil_run_config.magic = 0u;
+    const uint32_t runs = hil_run_config.iterations;
+    const uint32_t warm = hil_run_config.warmup;
+    if (runs == 0u || warm > hil_run_config.max_runs || runs > hil_run_config.max_runs - warm) {
+        return -1;
+    }
+    *iterations = runs;
+    *warmup = warm;
+    return 1;
 }
 
 void hil_publish_etdump(void *buf, size_t size)

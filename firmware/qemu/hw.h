@@ -13,6 +13,8 @@ void uart_write(const char *data, size_t len);
 void uart_puts(const char *text);
 void uart_put_hex32(uint32_t value); /* always 8 digits, like %08x */
 void uart_put_udec(uint32_t value);  /* like %u */
+/* printf for the shared line protocol: %u and %x (32-bit), %s and %% only. */
+void uart_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 /* SYS_EXIT_EXTENDED: QEMU (-semihosting-config enable=on) exits with `status`. */
 __attribute__((noreturn)) void semihost_exit(uint32_t status);

@@ -1,29 +1,103 @@
 /*
  * The QEMU replay image: it behaves like the RT700 profiling firmware as seen from the harness.
- * It prints the console lines the harness rendered, copies the simulated ETDump into a RAM buffer
- * (as ETDumpGen fills its static buffer on the board), publishes {buf, size} in
+ * It takes its run configuration from the debugger (hil_take_run_config, the handshake of
+ * hil_result.h), prints the console lines the harness rendered, copies the simulated ETDump into a
+ * RAM buffer (as ETDumpGen fills its static buffer on the board), publishes {buf, size} in
  * `hil_etdump_result`, and stops at `hil_etdump_ready` for the debugger to dump the bytes.
+ *
+ * Unlike the RT700 firmware it cannot run any count it is told: its ETDump and console were
+ * synthesised on the host for exactly `hil_replay_runs` inferences (warm-up included). So a boot
+ * nobody configured, or a configuration of another count, is refused with a `HIL error:` line and
+ * a non-zero exit status instead of replaying runs that do not match what was asked.
  *
  * The data comes from `hil_data.S`, generated per build by hil/firmware/qemu_image.py.
  * Build-time variants that the harness's failure tests use:
- *   HIL_CALL_READY=0             never reach the breakpoint, just finish;
- *   HIL_RESULT_SIZE_OVERRIDE=n   publish (and print) size n instead of the real size.
+ *   HIL_CALL_READY=0             never reach the ETDump breakpoint, just finish;
+ *   HIL_RESULT_SIZE_OVERRIDE=n   publish (and print) size n instead of the real size;
+ *   HIL_RUN_CONFIG_HANDSHAKE=0   an image from before the handshake: nothing calls
+ *                                hil_take_run_config, so --gc-sections drops hil_config_ready and
+ *                                hil_run_config from the ELF, as in firmware built before they existed;
+ *   HIL_RUN_CONFIG_IGNORED=1     a buggy firmware that stops for the debugger but reads the
+ *                                configuration before the stop, so it says it runs its defaults and
+ *                                replays anyway: what the harness's check of the echo must catch.
  */
+#include "hil_protocol.h"
 #include "hil_result.h"
 #include "hw.h"
 
 #ifndef HIL_CALL_READY
 #define HIL_CALL_READY 1
 #endif
+#ifndef HIL_RUN_CONFIG_HANDSHAKE
+#define HIL_RUN_CONFIG_HANDSHAKE 1
+#endif
+#ifndef HIL_RUN_CONFIG_IGNORED
+#define HIL_RUN_CONFIG_IGNORED 0
+#endif
+
+/* The replay image's own refusals (HIL error lines, like HIL_FMT_ERROR's). */
+#define REPLAY_FMT_WRONG_COUNT \
+    "HIL error: replay image holds %u runs, asked for %u (iterations %u, warm-up %u)" HIL_EOL
+#define REPLAY_FMT_NOT_CONFIGURED \
+    "HIL error: replay image holds %u runs, but no debugger wrote hil_run_config" HIL_EOL
+/* Exit status of a refused run configuration (QEMU's own exit status, through semihosting). */
+#define EXIT_RUN_CONFIG 2
 
 /* Linked-in data (hil_data.S). */
 extern const uint8_t hil_console_text[], hil_console_text_end[];
 extern const uint8_t hil_etdump_data[], hil_etdump_data_end[];
-extern uint8_t hil_etdump_ram[]; /* 16-byte aligned, first thing in RAM */
+extern const uint32_t hil_replay_runs; /* warm-up + iterations the data above was made for */
+extern uint8_t hil_etdump_ram[];       /* 16-byte aligned, first thing in RAM */
+
+#if HIL_RUN_CONFIG_HANDSHAKE && HIL_RUN_CONFIG_IGNORED
+/* The bug of the HIL_RUN_CONFIG_IGNORED variant: the magic is read before the stop, so it never sees the write. */
+static int take_run_config(void)
+{
+    const int written = hil_run_config.magic == HIL_RUN_CONFIG_MAGIC;
+    hil_config_ready();
+    uart_printf(HIL_FMT_RUN_CONFIG, (unsigned)hil_replay_runs, 0u,
+                written ? HIL_RUN_CONFIG_FROM_DEBUGGER : HIL_RUN_CONFIG_DEFAULTS);
+    return 0;
+}
+#elif HIL_RUN_CONFIG_HANDSHAKE
+/* Take the harness's run configuration and say what it is; 0 to go on, else the exit status. */
+static int take_run_config(void)
+{
+    const unsigned held = (unsigned)hil_replay_runs;
+    uint32_t iterations = hil_replay_runs;
+    uint32_t warmup = 0u;
+    const int taken = hil_take_run_config(&iterations, &warmup);
+    if (taken < 0) {
+        uart_printf(HIL_FMT_RUN_CONFIG_REFUSED, (unsigned)hil_run_config.iterations,
+                    (unsigned)hil_run_config.warmup, (unsigned)hil_run_config.max_runs);
+        return EXIT_RUN_CONFIG;
+    }
+    uart_printf(HIL_FMT_RUN_CONFIG, (unsigned)iterations, (unsigned)warmup,
+                taken ? HIL_RUN_CONFIG_FROM_DEBUGGER : HIL_RUN_CONFIG_DEFAULTS);
+    if (!taken) {
+        uart_printf(REPLAY_FMT_NOT_CONFIGURED, held);
+        return EXIT_RUN_CONFIG;
+    }
+    /* hil_take_run_config() checked iterations + warmup <= max_runs: the sum cannot wrap. */
+    if (iterations + warmup != hil_replay_runs) {
+        uart_printf(REPLAY_FMT_WRONG_COUNT, held, (unsigned)(iterations + warmup), (unsigned)iterations,
+                    (unsigned)warmup);
+        return EXIT_RUN_CONFIG;
+    }
+    return 0;
+}
+#endif
 
 int main(void)
 {
     uart_init();
+#if HIL_RUN_CONFIG_HANDSHAKE
+    const int refused = take_run_config();
+    if (refused != 0) {
+        uart_printf(HIL_MSG_PROGRAM_FAILED);
+        return refused;
+    }
+#endif
     uart_write((const char *)hil_console_text, (size_t)(hil_console_text_end - hil_console_text));
 
     size_t size = (size_t)(hil_etdump_data_end - hil_etdump_data);
@@ -32,11 +106,7 @@ int main(void)
     size = (size_t)(HIL_RESULT_SIZE_OVERRIDE);
 #endif
 
-    uart_puts("Result buf: 0x");
-    uart_put_hex32((uint32_t)(uintptr_t)hil_etdump_ram);
-    uart_puts(", size: ");
-    uart_put_udec((uint32_t)size);
-    uart_puts("\r\n");
+    uart_printf(HIL_FMT_RESULT_BUF, (unsigned)(uintptr_t)hil_etdump_ram, (unsigned)size);
 
 #if HIL_CALL_READY
     hil_publish_etdump(hil_etdump_ram, size);
@@ -45,6 +115,6 @@ int main(void)
     hil_etdump_result.size = size;
 #endif
 
-    uart_puts("Program complete, exiting.\r\n");
+    uart_printf(HIL_MSG_PROGRAM_COMPLETE);
     return 0;
 }

@@ -1,7 +1,11 @@
 /*
  * Console over CMSDK UART0 (secure alias 0x50200000, which QEMU routes to serial0).
- * A tiny formatter instead of printf keeps the image free of newlib, small and fast to build.
+ * A tiny formatter instead of printf keeps the image free of newlib, small and fast to build;
+ * uart_printf() knows just enough (%u, %x, %s, %%) to print the shared line protocol
+ * (firmware/common/hil_protocol.h) from the very format strings the RT700 firmware uses.
  */
+#include <stdarg.h>
+
 #include "hw.h"
 
 #define UART0_BASE 0x50200000u
@@ -62,4 +66,50 @@ void uart_put_udec(uint32_t value)
     while (n > 0) {
         uart_putc(text[--n]);
     }
+}
+
+/* Like %x: lower-case hex without leading zeros ("0" for zero). */
+static void uart_put_hex(uint32_t value)
+{
+    int shift = 28;
+    while (shift > 0 && ((value >> shift) & 0xfu) == 0u) {
+        shift -= 4;
+    }
+    for (; shift >= 0; shift -= 4) {
+        uart_putc("0123456789abcdef"[(value >> shift) & 0xfu]);
+    }
+}
+
+void uart_printf(const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    for (const char *p = format; *p != '\0'; p++) {
+        if (*p != '%') {
+            uart_putc(*p);
+            continue;
+        }
+        switch (*++p) {
+        case 'u':
+            uart_put_udec((uint32_t)va_arg(args, unsigned int));
+            break;
+        case 'x':
+            uart_put_hex((uint32_t)va_arg(args, unsigned int));
+            break;
+        case 's':
+            uart_puts(va_arg(args, const char *));
+            break;
+        case '%':
+            uart_putc('%');
+            break;
+        case '\0':
+            p--; /* a lone '%' at the end: stop at the terminator */
+            break;
+        default: /* not supported: show it as written, so a wrong format is visible on the console */
+            uart_putc('%');
+            uart_putc(*p);
+            break;
+        }
+    }
+    va_end(args);
 }

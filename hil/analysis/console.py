@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 _NUM = r"(?:0x[0-9a-fA-F]+|\d+)"
 
@@ -27,6 +27,37 @@ _MODEL_SIZE = re.compile(r"Model Size:\s*" + _NUM + r"\s*\((\d+)\s*B\)")
 _RESULT = re.compile(r"Result buf:\s*(0x[0-9a-fA-F]+|\d+|\(nil\))\s*,\s*size:\s*(\d+)")
 _COMPLETE = re.compile(r"Program complete, exiting\.")
 _PLANNED = re.compile(r"Setting up planned buffer\s+(\d+),\s*size\s+(\d+)")
+# The run-configuration handshake (firmware/common/hil_protocol.h: HIL_FMT_RUN_CONFIG with
+# HIL_RUN_CONFIG_FROM_DEBUGGER or HIL_RUN_CONFIG_DEFAULTS, and HIL_FMT_RUN_CONFIG_REFUSED).
+RUN_CONFIG_FROM_DEBUGGER = "set by the debugger"
+RUN_CONFIG_DEFAULTS = "defaults: no debugger wrote hil_run_config"
+RUN_CONFIG_LINE = re.compile(r"Run config:\s*iterations\s+(\d+),\s*warm-up\s+(\d+)\s*\(([^\r\n]*)\)")
+RUN_CONFIG_REFUSED_LINE = re.compile(
+    r"HIL error: run config out of range \(iterations\s+(\d+),\s*warm-up\s+(\d+),\s*at most\s+(\d+) runs\)"
+)
+# Either line: what a reader waits for after the handshake.
+RUN_CONFIG_ANY = re.compile(f"{RUN_CONFIG_LINE.pattern}|{RUN_CONFIG_REFUSED_LINE.pattern}")
+
+
+class RunConfig(NamedTuple):
+    """What the firmware says it runs: `source` is "debugger" (the harness's values), "defaults"
+    (nobody wrote hil_run_config), "refused" (out of range: the firmware runs nothing), or the
+    firmware's own words when it printed something else in the parentheses."""
+
+    iterations: int
+    warmup: int
+    source: str
+
+
+def parse_run_config(line: str) -> RunConfig | None:
+    """The `Run config:` or run-config refusal line in `line`, or None."""
+    if m := RUN_CONFIG_LINE.search(line):
+        said = m.group(3).strip()
+        source = {RUN_CONFIG_FROM_DEBUGGER: "debugger", RUN_CONFIG_DEFAULTS: "defaults"}.get(said, said)
+        return RunConfig(int(m.group(1)), int(m.group(2)), source)
+    if m := RUN_CONFIG_REFUSED_LINE.search(line):
+        return RunConfig(int(m.group(1)), int(m.group(2)), "refused")
+    return None
 
 
 @dataclass
@@ -51,6 +82,7 @@ class ConsoleFacts:
     planned_buffers: dict[int, int] = field(default_factory=dict)
     result_buf: int | None = None
     result_size: int | None = None
+    run_config: RunConfig | None = None
     program_complete: bool = False
     lines: list[str] = field(default_factory=list)
 
@@ -77,7 +109,9 @@ def parse_console(text: str) -> ConsoleFacts:
 
 
 def _parse_line(line: str, facts: ConsoleFacts) -> None:
-    if m := _CLOCK.search(line):
+    if run_config := parse_run_config(line):
+        facts.run_config = run_config
+    elif m := _CLOCK.search(line):
         facts.clock_mhz = _number(m.group(1))
     elif m := _INFERENCE.search(line):
         facts.inference_times_us.append(_number(m.group(1)))

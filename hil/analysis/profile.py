@@ -118,6 +118,8 @@ def build_profile(
             "clock_mhz": console.clock_mhz,
             "inference_times_us": list(console.inference_times_us),
             "program_complete": console.program_complete,
+            # What the firmware said it ran (the run-configuration handshake), or None for older firmware.
+            "run_config": None if console.run_config is None else console.run_config._asdict(),
         },
         "warnings": notes + [w for r in rows for w in r.pop("_warnings", [])],
     }

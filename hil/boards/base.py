@@ -1,10 +1,14 @@
-"""The board protocol every target implements, and what a run brings back."""
+"""The board protocol every target implements, what a run is asked to do, and what it brings back."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from hil.road.run_config import RunPlan
+
+__all__ = ["Board", "RunCapture", "RunPlan"]
 
 
 @dataclass
@@ -31,8 +35,10 @@ class Board(Protocol):
     def flash(self, image: Path) -> None:
         """Put `image` (an ELF) on the target; the target stays halted afterwards."""
 
-    def run(self, timeout: float) -> RunCapture:
-        """Reset, run to the breakpoint, read the ETDump, let the target finish."""
+    def run(self, timeout: float, plan: RunPlan) -> RunCapture:
+        """Reset, hand the target `plan` (the run-configuration handshake), run to the breakpoint,
+        read the ETDump, let the target finish. A target that cannot run `plan` is an error, never
+        a run of some other count."""
 
     def close(self) -> None:
         """Stop every process and port this board opened; safe to call twice."""

@@ -1,8 +1,9 @@
 """The boards-free board: QEMU mps2-an505 (a Cortex-M33) running the replay image.
 
 It travels the same road as the RT700: serial capture before anything runs, GDB/MI flash
-(`-target-download`), reset, breakpoint at `hil_etdump_ready`, dump of `result.buf/size`,
-then the target runs to its end and QEMU's exit status is the image's.
+(`-target-download`), reset, the run-configuration handshake at `hil_config_ready`, breakpoint at
+`hil_etdump_ready`, dump of `result.buf/size`, then the target runs to its end and QEMU's exit
+status is the image's.
 Files in `workdir`: serial.log, mi.log (GDB transcript), qemu.log, trace.etdump.
 """
 
@@ -13,18 +14,21 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from hil.boards.base import RunCapture
+from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
 from hil.errors import TargetError, TimeoutExpired
-from hil.road.capture import RunContext, read_out_etdump, run_to_breakpoint
+from hil.road.capture import RunContext, read_out_etdump
 from hil.road.gdbmi import GdbMiSession
 from hil.road.ports import LOOPBACK
 from hil.road.qemu import QemuProcess
+from hil.road.run_config import run_planned
 from hil.road.serial_reader import SerialReader
 
 END_LINE = "Program complete, exiting."
 # Seconds QEMU's UART socket gets to show up as connected in `info chardev`.
 SERIAL_ATTACH_S = 5.0
+# How an image without the run-configuration handshake gets it (the harness builds the replay image).
+REBUILD_HINT = "the harness builds QEMU replay images itself: hil.firmware.qemu_image.build_qemu_image(..., runs=N)"
 
 
 class QemuBoard:
@@ -79,19 +83,19 @@ class QemuBoard:
             self.close()
             raise
 
-    def run(self, timeout: float) -> RunCapture:
-        """Reset, run to the breakpoint, dump the ETDump, let the image finish; all within `timeout` s."""
+    def run(self, timeout: float, plan: RunPlan) -> RunCapture:
+        """Reset, configure `plan`, run to the breakpoint, dump the ETDump, let the image finish; all within `timeout` s."""
         gdb, serial, qemu = self._gdb, self._serial, self._qemu
         if gdb is None or serial is None or qemu is None or self.image is None:
             raise TargetError(f"board '{self.name}': run() before flash()")
         if not qemu.alive:
             raise TargetError(f"board '{self.name}': QEMU is gone (a run ends it); flash() again before run()")
         deadline = time.monotonic() + timeout
-        ctx = RunContext(self.name, self.cfg.breakpoint, serial, self.mi_log)
+        ctx = RunContext(self.name, self.cfg.breakpoint, serial, self.mi_log, self.image)
         try:
             with self._step("run_to_breakpoint"):
                 gdb.reset(str(self.cfg.get("qemu.reset_monitor", "system_reset")))
-                run_to_breakpoint(gdb, ctx, _left(deadline))
+                run_planned(gdb, ctx, plan, deadline, rebuild=REBUILD_HINT)
             with self._step("read_etdump"):
                 result, etdump = read_out_etdump(
                     gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.etdump_path

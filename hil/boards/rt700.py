@@ -3,7 +3,8 @@
 The board composes the shared pieces in the order the bench needs:
 lock the probe (one board, one user) -> open the serial console (before anything resets the
 target, so no line is lost) -> pyOCD program + reset-and-halt -> `pyocd gdbserver` -> the same
-GDB/MI readout the QEMU board uses (hil/road/capture.py). Each step is timed into
+run-configuration handshake and GDB/MI readout the QEMU board uses (hil/road/run_config.py,
+hil/road/capture.py): one image runs whatever iteration count the run asks for. Each step is timed into
 `RunCapture.steps_s`; `close()` undoes them in reverse on every path.
 """
 
@@ -14,15 +15,16 @@ import re
 import time
 from pathlib import Path
 
-from hil.boards.base import RunCapture
+from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
 from hil.errors import HilError, TargetError
 from hil.options import OVERRIDES
 from hil.probe.gdbserver import PyocdGdbServer
 from hil.probe.lock import ProbeLock
 from hil.probe.pyocd_flash import FlashReport, ProbeSettings, flash_image, resolve_probe_id
-from hil.road.capture import RunContext, read_out_etdump, run_to_breakpoint
+from hil.road.capture import RunContext, read_out_etdump
 from hil.road.gdbmi import GdbMiSession
+from hil.road.run_config import run_planned
 from hil.road.serial_reader import SerialReader
 
 LOG = logging.getLogger(__name__)
@@ -34,6 +36,8 @@ RT700_OVERRIDES: dict[str, str] = {opt.flag.lstrip("-").replace("-", "_"): opt.k
 
 MCULINK_HWGREP = "hwgrep://1FC9:0143"
 DONE_LINE = "Program complete, exiting."
+# How an image without the run-configuration handshake gets it.
+REBUILD_HINT = "make firmware BOARD=rt700 MODEL=path/to/model.pte, with firmware/common/hil_result.c"
 
 
 def serial_url_for(cfg: BoardConfig, probe_id: str) -> str:
@@ -117,8 +121,8 @@ class Rt700Board:
             self.notes.append(f"flash needed {report.attempts} attempts: {'; '.join(report.errors)}")
         self.image = Path(image)
 
-    def run(self, timeout: float) -> RunCapture:
-        """Reset under GDB, run to the ETDump-ready breakpoint, dump the ETDump, let the firmware finish."""
+    def run(self, timeout: float, plan: RunPlan) -> RunCapture:
+        """Reset under GDB, configure `plan`, run to the ETDump-ready breakpoint, dump the ETDump, let the firmware finish."""
         if self.image is None or self._serial is None:
             raise TargetError(f"board '{self.cfg.name}': run() before flash(): nothing is on the target")
         deadline = time.monotonic() + timeout
@@ -141,9 +145,10 @@ class Rt700Board:
             self._gdb.reset(monitor="reset halt")
             self._timed("connect_gdb", start)
 
-            ctx = RunContext(self.cfg.name, self.cfg.breakpoint, serial, self._gdb.transcript_path)
+            ctx = RunContext(self.cfg.name, self.cfg.breakpoint, serial, self._gdb.transcript_path, self.image)
             start = time.monotonic()
-            run_to_breakpoint(self._gdb, ctx, max(1.0, deadline - time.monotonic()))
+            # At least a second, as before: a slow gdbserver start must not leave the target no time at all.
+            run_planned(self._gdb, ctx, plan, max(deadline, time.monotonic() + 1.0), rebuild=REBUILD_HINT)
             self._timed("run_to_breakpoint", start)
 
             start = time.monotonic()

@@ -17,7 +17,8 @@ from hil.errors import TargetError, TimeoutExpired
 from hil.road.gdbmi import GdbMiSession, StopEvent
 from hil.road.serial_reader import SerialReader
 
-# The firmware line protocol: printed once the ETDump is ready (DESIGN.md, "Firmware line protocol").
+# The firmware line protocol: printed once the ETDump is ready (firmware/common/hil_protocol.h,
+# HIL_FMT_RESULT_BUF: `Result buf: 0x%x, size: %u`; older firmware printed `%p`, hence `(nil)`).
 RESULT_LINE = re.compile(r"Result buf: (0x[0-9a-fA-F]+|\(nil\)|0), size: (\d+)")
 # Seconds for the console to catch up with what GDB already sees (UART and socket latency).
 CONSOLE_LAG_S = 5.0
@@ -33,10 +34,12 @@ class RunContext:
     breakpoint: str
     serial: SerialReader
     transcript: Path
+    image: Path | None = None
 
     def failure(self, what: str, error: type[TargetError] = TargetError) -> TargetError:
+        image = f"image {self.image}, " if self.image is not None else ""
         return error(
-            f"board '{self.board}': {what} (breakpoint '{self.breakpoint}');"
+            f"board '{self.board}': {what} ({image}breakpoint '{self.breakpoint}');"
             f" last console lines:\n{self.serial.describe_tail()}\n"
             f"(serial log: {self.serial.log_path}; GDB transcript: {self.transcript})"
         )
@@ -56,6 +59,11 @@ def run_to_breakpoint(gdb: GdbMiSession, ctx: RunContext, timeout: float) -> Sto
         number = gdb.break_insert(ctx.breakpoint)
     except TargetError as exc:
         raise TargetError(f"board '{ctx.board}': {exc} (check debug.breakpoint in the board file)") from exc
+    return continue_to_breakpoint(gdb, ctx, number, timeout)
+
+
+def continue_to_breakpoint(gdb: GdbMiSession, ctx: RunContext, number: int, timeout: float) -> StopEvent:
+    """Continue until breakpoint `number` (set at ctx.breakpoint) is hit; a timeout interrupts the target."""
     try:
         stop = gdb.continue_until_stop(timeout)
     except TimeoutExpired:

@@ -199,10 +199,13 @@ class GdbMiSession:
         self.console(f"monitor {monitor}")
         self.console("maintenance flush register-cache")
 
-    def break_insert(self, location: str) -> int:
-        """Set a breakpoint at a function or file:line; a location gdb cannot resolve is an error naming it."""
+    def break_insert(self, location: str, *, temporary: bool = False) -> int:
+        """Set a breakpoint at a function or file:line; a location gdb cannot resolve is an error naming it.
+
+        `temporary` (`-t`): gdb deletes it when it is hit, for one-shot stops such as the run configuration.
+        """
         try:
-            result = self.command(f"-break-insert {mi_quote(location)}")
+            result = self.command(f"-break-insert {'-t ' if temporary else ''}{mi_quote(location)}")
         except TargetError as exc:
             raise TargetError(f"breakpoint location '{location}' cannot be resolved in {self.elf}: {exc}") from exc
         bkpt = (result.get("payload") or {}).get("bkpt") or {}
@@ -277,6 +280,22 @@ class GdbMiSession:
             return int(value.split()[0], 0)
         except (ValueError, IndexError) as exc:
             raise TargetError(f"{self.name}: '{expression}' is not an integer: gdb printed {value!r}") from exc
+
+    def write_int(self, lvalue: str, value: int) -> None:
+        """Assign `value` to a C lvalue in the target's memory (the core must be halted).
+
+        Goes through `-data-evaluate-expression "lvalue = value"`, so the transcript shows each
+        write; gdb answers with the value now stored, which must read back as `value`.
+        """
+        stored = self.evaluate(f"{lvalue} = {value}")
+        try:
+            ok = int(stored.split()[0], 0) == value
+        except (ValueError, IndexError):
+            ok = False
+        if not ok:
+            raise TargetError(
+                f"{self.name}: writing {value} to '{lvalue}' left {stored!r} (transcript: {self.transcript_path})"
+            )
 
     def read_memory(self, address: int, size: int, chunk: int = READ_CHUNK) -> bytes:
         """`size` bytes from `address` through -data-read-memory-bytes, in chunks."""

@@ -140,6 +140,16 @@ class SerialReader:
         """Wait until the port closes (e.g. QEMU exited); True if it did within `timeout` s."""
         return self._ended.wait(timeout)
 
+    def skip_to_end(self) -> int:
+        """Make the next `expect()` look only at what arrives from now on; returns that position in `text`.
+
+        For a line that must come from this boot after a given moment (the run configuration's
+        echo), not from an earlier boot whose output is still in the log.
+        """
+        with self._cond:
+            self._cursor = len(self._text)
+            return self._cursor
+
     def expect(self, pattern: str | re.Pattern[str], timeout: float) -> re.Match[str]:
         """Wait for `pattern` (a regex; str is compiled) in the console after the previous match.
 

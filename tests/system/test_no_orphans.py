@@ -73,7 +73,7 @@ HOLDING_TEST = textwrap.dedent(
     def test_holds_qemu_until_cancelled(hil_board):
         hold = Path(os.environ["HIL_HOLD_DIR"])
         board = QemuBoard(hil_board, hold)
-        board.flash(build_qemu_image(bytes(64), ["holding"]))
+        board.flash(build_qemu_image(bytes(64), ["holding"], runs=1))
         (hold / "ready").write_text("flashed")
         time.sleep(600)  # a job cancelled here must not leave QEMU or gdb running
     """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hil.analysis.console import parse_console
+from hil.analysis.console import RunConfig, parse_console
 
 NXP_EXAMPLE = """\
 CIFARNET example using a ExecuTorch model
@@ -71,3 +71,54 @@ def test_partial_log_and_to_dict() -> None:
 def test_empty_text() -> None:
     facts = parse_console("")
     assert facts.clock_mhz is None and facts.inference_times_us == [] and facts.lines == [""]
+
+
+HANDSHAKE_LOG = """\
+et-hil profiling firmware (rt700) using an ExecuTorch model\r
+Run config: iterations 7, warm-up 2 (set by the debugger)\r
+Model buffer loaded, has 1 methods\r
+Inference time: 900 us\r
+Result buf: 0x2043a0c0, size: 51234\r
+Program complete, exiting.\r
+"""
+
+
+def test_run_config_and_hex_result_lines() -> None:
+    facts = parse_console(HANDSHAKE_LOG)
+    assert facts.run_config == RunConfig(7, 2, "debugger")
+    assert facts.run_config == (7, 2, "debugger")  # a plain (iterations, warmup, source) tuple too
+    assert (facts.result_buf, facts.result_size) == (0x2043A0C0, 51234)
+    assert facts.inference_times_us == [900] and facts.program_complete
+    assert facts.to_dict()["run_config"] == (7, 2, "debugger")
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("Run config: iterations 5, warm-up 0 (defaults: no debugger wrote hil_run_config)", (5, 0, "defaults")),
+        ("HIL error: run config out of range (iterations 999, warm-up 2, at most 1000 runs)", (999, 2, "refused")),
+        ("Run config: iterations 3, warm-up 1 (my own words)", (3, 1, "my own words")),
+    ],
+)
+def test_run_config_sources(line: str, expected: tuple) -> None:
+    assert parse_console(f"banner\n{line}\nInference time: 5 us\n").run_config == expected
+
+
+def test_old_result_forms_still_parse_and_no_run_config_is_none() -> None:
+    """Logs from firmware before the handshake: `%p` printed `(nil)` or bare hex with a 0x from newlib."""
+    facts = parse_console("Result buf: 0x20000000, size: 10\nResult buf: (nil), size: 0\n")
+    assert (facts.result_buf, facts.result_size) == (0, 0)
+    assert facts.run_config is None
+
+
+@pytest.mark.parametrize(
+    ("line", "addr"),
+    [("Result buf: 0x38000000, size: 12", 0x38000000), ("Result buf: 0x0, size: 12", 0),
+     ("Result buf: (nil), size: 12", None), ("Result buf: 0, size: 12", None)],
+)
+def test_the_harness_result_regex_takes_the_new_and_the_old_forms(line: str, addr: int | None) -> None:
+    from hil.road.capture import RESULT_LINE
+
+    match = RESULT_LINE.search(line)
+    assert match and match.group(2) == "12"
+    assert addr is None or int(match.group(1), 0) == addr

@@ -22,9 +22,12 @@ from hil.road.qemu import QemuProcess
 ETDUMP_SIZE = 1 << 20
 MAIN_C = FIRMWARE_DIR / "qemu" / "main.c"
 
-# A target that never stops on its own: for interrupts, deadlines and killed processes.
+# A target that never stops on its own: for interrupts, deadlines and killed processes. It has the
+# handshake's symbols (so a board gets as far as running it) but never calls hil_config_ready.
 SPIN_C = """
 volatile unsigned int spin_counter;
+volatile struct { unsigned int magic, iterations, warmup, max_runs; } hil_run_config = {0, 0, 0, 1000};
+__attribute__((noinline, used)) void hil_config_ready(void) { __asm__ volatile("" ::: "memory"); }
 __attribute__((noinline, used)) void hil_etdump_ready(void) { __asm__ volatile("" ::: "memory"); }
 void spin_reset(void) { for (;;) { spin_counter++; } }
 __attribute__((section(".vectors"), used)) void (*const spin_vectors[2])(void) = {
@@ -33,8 +36,9 @@ __attribute__((section(".vectors"), used)) void (*const spin_vectors[2])(void) =
 SPIN_LD = """
 MEMORY { CODE (rx) : ORIGIN = 0x10000000, LENGTH = 4M  RAM (rwx) : ORIGIN = 0x38000000, LENGTH = 4M }
 SECTIONS { .vectors : { KEEP(*(.vectors)) } > CODE  .text : { *(.text*) } > CODE
-           .bss (NOLOAD) : { *(.bss* COMMON) } > RAM }
+           .data : { *(.data*) } > RAM AT > CODE  .bss (NOLOAD) : { *(.bss* COMMON) } > RAM }
 """
+REPLAY_RUNS = 2
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +49,7 @@ def etdump() -> bytes:
 @pytest.fixture(scope="module")
 def replay_elf(tmp_path_factory: pytest.TempPathFactory, etdump: bytes) -> Path:
     cache = tmp_path_factory.mktemp("cache")
-    return build_qemu_image(etdump, ["gdb session test", "second line"], cache=cache)
+    return build_qemu_image(etdump, ["gdb session test", "second line"], runs=REPLAY_RUNS, cache=cache)
 
 
 @pytest.fixture(scope="module")
@@ -85,9 +89,20 @@ def attach(elf: Path, workdir: Path) -> tuple[QemuProcess, GdbMiSession]:
     return qemu, gdb
 
 
+def configure(gdb: GdbMiSession, iterations: int, warmup: int = 0) -> None:
+    """The run-configuration handshake by hand: a one-shot stop at hil_config_ready, three writes."""
+    number = gdb.break_insert("hil_config_ready", temporary=True)
+    stop = gdb.continue_until_stop(10)
+    assert (stop.reason, stop.breakpoint) == ("breakpoint-hit", number)
+    gdb.write_int("hil_run_config.iterations", iterations)
+    gdb.write_int("hil_run_config.warmup", warmup)
+    gdb.write_int("hil_run_config.magic", 0x314C4948)
+
+
 @pytest.fixture
 def replay(replay_elf: Path, tmp_path: Path) -> Iterator[tuple[QemuProcess, GdbMiSession]]:
     qemu, gdb = attach(replay_elf, tmp_path)
+    configure(gdb, REPLAY_RUNS)
     yield qemu, gdb
     gdb.close()
     qemu.close()
@@ -126,7 +141,7 @@ def test_break_at_function_read_and_dump_agree(replay, etdump: bytes, tmp_path: 
 
 def test_break_at_file_line(replay) -> None:
     _qemu, gdb = replay
-    line = next(n for n, text in enumerate(MAIN_C.read_text().splitlines(), 1) if "Program complete" in text)
+    line = next(n for n, text in enumerate(MAIN_C.read_text().splitlines(), 1) if "HIL_MSG_PROGRAM_COMPLETE" in text)
     gdb.break_insert(f"main.c:{line}")
     stop = gdb.continue_until_stop(10)
     assert (stop.reason, stop.frame_func) == ("breakpoint-hit", "main")
@@ -189,3 +204,23 @@ def test_missing_gdb_or_elf_is_named(replay_elf: Path, tmp_path: Path) -> None:
         GdbMiSession("no-such-gdb", replay_elf, tmp_path / "mi.log")
     with pytest.raises(TargetError, match="ELF not found: .*missing.elf"):
         GdbMiSession("gdb-multiarch", tmp_path / "missing.elf", tmp_path / "mi.log")
+
+
+def test_write_int_lands_in_target_memory_and_is_logged(replay, tmp_path: Path) -> None:
+    _qemu, gdb = replay  # the fixture wrote the run configuration with write_int
+    assert gdb.evaluate_int("hil_run_config.iterations") == REPLAY_RUNS
+    assert gdb.evaluate_int("hil_run_config.magic") == 0x314C4948
+    address = gdb.evaluate_int("&hil_run_config.warmup")
+    gdb.write_int("hil_run_config.warmup", 0xA5A5)
+    assert gdb.read_memory(address, 4) == (0xA5A5).to_bytes(4, "little")
+    transcript = (tmp_path / "mi.log").read_text()
+    assert '-break-insert -t "hil_config_ready"' in transcript
+    assert f'-data-evaluate-expression "hil_run_config.magic = {0x314C4948}"' in transcript
+    with pytest.raises(TargetError, match="no_such_symbol"):
+        gdb.write_int("no_such_symbol", 1)
+
+
+def test_temporary_breakpoint_is_gone_after_its_hit(replay) -> None:
+    _qemu, gdb = replay  # the handshake's one-shot breakpoint was hit in the fixture
+    listing = gdb.command("-break-list")["payload"]["BreakpointTable"]["body"]
+    assert listing == []

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hil.boards import open_board
+from hil.boards.base import RunPlan
 from hil.boards.qemu import QemuBoard
 from hil.config import BoardConfig, load_board_config
 from hil.errors import BoardConfigError, TargetError, TimeoutExpired
@@ -29,6 +30,9 @@ CONSOLE = [
 ]
 ETDUMP_SIZE = 300_000
 STEPS = ("connect", "flash", "run_to_breakpoint", "read_etdump", "finish")
+# The replay images here hold 3 runs; the plan that matches them.
+RUNS = 3
+PLAN = RunPlan(iterations=2, warmup=1)
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +50,8 @@ def cfg() -> BoardConfig:
     return load_board_config("qemu")
 
 
-def image(etdump: bytes, cache: Path, **options) -> Path:
-    return build_qemu_image(etdump, CONSOLE, cache=cache, **options)
+def image(etdump: bytes, cache: Path, runs: int = RUNS, **options) -> Path:
+    return build_qemu_image(etdump, CONSOLE, runs=runs, cache=cache, **options)
 
 
 def kill_child_soon(prefix: str, delay: float) -> threading.Thread:
@@ -71,15 +75,18 @@ def test_full_cycle_returns_the_exact_etdump(cfg, etdump, cache, tmp_path: Path)
     with board:
         start = time.monotonic()
         board.flash(elf)
-        capture = board.run(timeout=60)
+        capture = board.run(timeout=60, plan=PLAN)
         total = time.monotonic() - start
     assert capture.etdump == etdump
     assert (tmp_path / "trace.etdump").read_bytes() == etdump
     assert capture.exit_code == 0
     assert capture.result_addr == 0x38000000
     lines = capture.console.splitlines()
-    assert lines[:3] == CONSOLE
-    assert lines[3:] == [f"Result buf: 0x38000000, size: {ETDUMP_SIZE}", "Program complete, exiting."]
+    assert lines[0] == "Run config: iterations 2, warm-up 1 (set by the debugger)"
+    assert lines[1:4] == CONSOLE
+    assert lines[4:] == [f"Result buf: 0x38000000, size: {ETDUMP_SIZE}", "Program complete, exiting."]
+    writes = re.findall(r'-data-evaluate-expression "hil_run_config\.(\w+) = (\d+)"', (tmp_path / "mi.log").read_text())
+    assert writes == [("iterations", "2"), ("warmup", "1"), ("magic", str(0x314C4948))]  # magic last
     assert capture.serial_log.read_bytes() == capture.console.encode()
     assert set(capture.steps_s) == set(STEPS) and all(t > 0 for t in capture.steps_s.values())
     assert {"serial.log", "mi.log", "qemu.log", "trace.etdump"} <= {p.name for p in tmp_path.iterdir()}
@@ -90,9 +97,9 @@ def test_board_can_be_flashed_and_run_twice(cfg, etdump, cache, tmp_path: Path) 
     other = bytes(reversed(etdump[:4096]))
     with QemuBoard(cfg, tmp_path) as board:
         board.flash(image(etdump, cache))
-        assert board.run(timeout=60).etdump == etdump
-        board.flash(image(other, cache))
-        assert board.run(timeout=60).etdump == other
+        assert board.run(timeout=60, plan=PLAN).etdump == etdump
+        board.flash(image(other, cache, runs=1))
+        assert board.run(timeout=60, plan=RunPlan(1)).etdump == other
 
 
 def test_breakpoint_never_reached(cfg, etdump, cache, tmp_path: Path) -> None:
@@ -100,7 +107,7 @@ def test_breakpoint_never_reached(cfg, etdump, cache, tmp_path: Path) -> None:
         board.flash(image(etdump, cache, call_ready=False))
         start = time.monotonic()
         with pytest.raises(TargetError) as info:
-            board.run(timeout=30)
+            board.run(timeout=30, plan=PLAN)
     assert time.monotonic() - start < 5
     message = str(info.value)
     assert "board 'qemu'" in message and "breakpoint 'hil_etdump_ready'" in message
@@ -114,7 +121,7 @@ def test_unknown_breakpoint_function_is_named(cfg, etdump, cache, tmp_path: Path
     with QemuBoard(cfg, tmp_path) as board:
         board.flash(image(etdump, cache))
         with pytest.raises(TargetError, match="'hil_no_such_function' cannot be resolved"):
-            board.run(timeout=30)
+            board.run(timeout=30, plan=PLAN)
 
 
 def test_deadline_interrupts_a_target_that_never_gets_there(cfg, spin_elf, tmp_path: Path) -> None:
@@ -122,10 +129,11 @@ def test_deadline_interrupts_a_target_that_never_gets_there(cfg, spin_elf, tmp_p
         board.flash(spin_elf)
         start = time.monotonic()
         with pytest.raises(TimeoutExpired) as info:
-            board.run(timeout=1.0)
+            board.run(timeout=1.0, plan=PLAN)
     assert time.monotonic() - start < 5
     assert re.search(r"not reached within (0\.9|1\.0) s", str(info.value))
     assert "interrupted: signal-received, in spin_reset" in str(info.value)
+    assert "breakpoint 'hil_config_ready'" in str(info.value)  # the spinning image never asks for its config
 
 
 @pytest.mark.parametrize("victim", ["qemu-system", "gdb-multiarch"])
@@ -135,7 +143,7 @@ def test_killed_process_mid_run_fails_fast(cfg, spin_elf, tmp_path: Path, victim
         killer = kill_child_soon(victim[:15], 0.5)  # /proc comm is at most 15 characters
         start = time.monotonic()
         with pytest.raises(TargetError) as info:
-            board.run(timeout=60)
+            board.run(timeout=60, plan=PLAN)
         killer.join()
     assert time.monotonic() - start < 5
     message = str(info.value)
@@ -154,8 +162,75 @@ def test_bad_result_size_is_refused(cfg, etdump, cache, tmp_path: Path, size: in
     with QemuBoard(cfg, tmp_path) as board:
         board.flash(image(etdump, cache, result_size_override=size))
         with pytest.raises(TargetError, match=complaint):
-            board.run(timeout=30)
+            board.run(timeout=30, plan=PLAN)
     assert not (tmp_path / "trace.etdump").exists()
+
+
+def mi_writes(tmp_path: Path) -> list[str]:
+    """Every assignment to hil_run_config in the GDB transcript."""
+    return re.findall(r"hil_run_config\.\w+ = \d+", (tmp_path / "mi.log").read_text())
+
+
+def test_an_image_made_for_another_count_fails_naming_both(cfg, etdump, cache, tmp_path: Path) -> None:
+    with QemuBoard(cfg, tmp_path) as board:
+        board.flash(image(etdump, cache, runs=3))
+        start = time.monotonic()
+        with pytest.raises(TargetError) as info:
+            board.run(timeout=30, plan=RunPlan(5))
+    assert time.monotonic() - start < 5
+    first_line = str(info.value).splitlines()[0]
+    assert "replay image holds 3 runs, asked for 5 (iterations 5, warm-up 0)" in first_line, str(info.value)
+    assert first_line.startswith("board 'qemu': the firmware stopped after taking iterations 5, warm-up 0")
+    assert "QEMU exited with status 2" in str(info.value)
+    assert not (tmp_path / "trace.etdump").exists()
+
+
+def test_an_image_without_the_handshake_is_refused_before_it_runs(cfg, etdump, cache, tmp_path: Path) -> None:
+    elf = image(etdump, cache, run_config="absent")
+    with QemuBoard(cfg, tmp_path) as board:
+        board.flash(elf)
+        start = time.monotonic()
+        with pytest.raises(TargetError) as info:
+            board.run(timeout=30, plan=PLAN)
+    assert time.monotonic() - start < 5
+    message = str(info.value)
+    assert f"image {elf} has no hil_run_config / hil_config_ready: it predates the iteration handshake" in message
+    assert "rebuild it (" in message and "breakpoint 'hil_config_ready'" in message
+    assert str(tmp_path / "serial.log") in message and str(tmp_path / "mi.log") in message
+    assert mi_writes(tmp_path) == []
+    assert "Run config" not in (tmp_path / "serial.log").read_text()  # the target never ran
+    # no_orphans (autouse, from test_gdbmi) then checks that no QEMU or gdb is left
+
+
+def test_a_firmware_that_ignores_the_written_config_is_caught_by_its_echo(cfg, etdump, cache, tmp_path: Path) -> None:
+    """It reaches the ETDump breakpoint with an ETDump of its own count: only the console says so."""
+    with QemuBoard(cfg, tmp_path) as board:
+        board.flash(image(etdump, cache, run_config="ignored"))
+        with pytest.raises(TargetError) as info:
+            board.run(timeout=30, plan=RunPlan(1))
+    first_line = str(info.value).splitlines()[0]
+    assert first_line.startswith(
+        "board 'qemu': the firmware ran its defaults (iterations 3, warm-up 0) although the harness wrote"
+        " iterations 1, warm-up 0"
+    ), str(info.value)
+    assert len(mi_writes(tmp_path)) == 3  # the harness did write; the firmware did not listen
+    assert not (tmp_path / "trace.etdump").exists()  # no profile of the wrong count
+
+
+@pytest.mark.parametrize(("plan", "runs"), [(RunPlan(1000, 1), 1001), (RunPlan(2, 999), 1001)])
+def test_a_plan_above_max_runs_is_refused_before_anything_is_written(
+    cfg, etdump, cache, tmp_path: Path, plan: RunPlan, runs: int
+) -> None:
+    with QemuBoard(cfg, tmp_path) as board:
+        board.flash(image(etdump, cache))
+        with pytest.raises(TargetError) as info:
+            board.run(timeout=30, plan=plan)
+    first_line = str(info.value).splitlines()[0]
+    assert f"the plan needs {runs} runs ({plan.describe()}) but the image holds at most 1000" in first_line
+    assert "nothing was written" in first_line
+    assert mi_writes(tmp_path) == []
+    assert "-data-evaluate-expression \"(unsigned long long)(hil_run_config.max_runs)\"" in (
+        tmp_path / "mi.log").read_text()
 
 
 def test_unknown_board_kind(cfg, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import time
 import pytest
 from fake_pyocd import FakeBench, FakeProbe
 
+from hil.boards.base import RunPlan
 from hil.boards.rt700 import RT700_OVERRIDES, Rt700Board, serial_url_for
 from hil.config import load_board_config
 from hil.errors import BoardConfigError, TargetError, TimeoutExpired
@@ -99,7 +100,7 @@ def test_busy_probe_is_reported_with_its_holder(monkeypatch, cfg, elf, tmp_path)
 def test_run_before_flash_is_refused(cfg, tmp_path):
     with Rt700Board(cfg, tmp_path / "run") as board:
         with pytest.raises(TargetError, match="before flash"):
-            board.run(timeout=1)
+            board.run(timeout=1, plan=RunPlan(1))
 
 
 def test_gdbserver_without_probe_fails_fast_and_leaves_no_process(tmp_path):
