@@ -22,6 +22,8 @@ RT700_BUILD ?= $(RT700_DIR)/build
 PYTHON ?= $(if $(PY),$(PY),.venv/bin/python)
 CMAKE ?= cmake
 RT700_CMAKE_ARGS ?=
+# Compile jobs for the firmware build (ExecuTorch's kernels are most of it): one per core.
+RT700_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: firmware firmware-check rt700-sdk
 
@@ -40,7 +42,7 @@ firmware:
 	$(CMAKE) -S $(RT700_DIR) -B $(RT700_BUILD) -DMODEL=$(abspath $(MODEL)) \
 	  -DHIL_PYTHON=$(abspath $(PYTHON)) $(if $(RT700_FIRMWARE_SDK),-DRT700_SDK_DIR=$(abspath $(RT700_FIRMWARE_SDK))) \
 	  $(RT700_CMAKE_ARGS)
-	$(CMAKE) --build $(RT700_BUILD) --target hil_rt700
+	$(CMAKE) --build $(RT700_BUILD) --target hil_rt700 --parallel $(RT700_JOBS)
 	@echo "firmware: $(RT700_BUILD)/hil_rt700.elf"
 
 # ---- compile check -------------------------------------------------------------------------
