@@ -12,11 +12,14 @@ from hil.options import OVERRIDES, overrides_from
 
 
 def _add_board_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
-    parser.add_argument("--board", default=None if not required else "qemu", help="board name (boards/NAME.toml)")
-    parser.add_argument("--board-config", type=Path, default=None, help="board file; wins over --board")
-    group = parser.add_argument_group("board-file overrides")
+    parser.add_argument("--board", default=None if not required else "qemu", metavar="NAME",
+                        help="board name (boards/NAME.toml)")
+    parser.add_argument("--board-config", "--hil-board-config", type=Path, default=None, metavar="FILE",
+                        help="board file; wins over --board")
+    group = parser.add_argument_group("board-file overrides (each also as --hil-NAME, as in pytest)")
     for opt in OVERRIDES:
-        group.add_argument(opt.flag, dest=opt.dest, type=opt.type, default=None, help=opt.help)
+        group.add_argument(opt.short_flag, opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar,
+                           help=opt.help)
 
 
 def board_from_args(args: argparse.Namespace) -> BoardConfig:

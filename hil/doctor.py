@@ -65,7 +65,7 @@ def _tool(name: str, executable: str, fix: str, extra_dirs: list[Path] = ()) -> 
 
 def check_gdb(cfg: BoardConfig | None) -> Check:
     gdb = cfg.gdb if cfg else "gdb-multiarch"
-    return _tool("GDB", gdb, "apt-get install gdb-multiarch (or set [debug].gdb / --gdb)")
+    return _tool("GDB", gdb, "apt-get install gdb-multiarch (or set [debug].gdb / --hil-gdb)")
 
 
 def check_pyocd(_cfg: BoardConfig | None) -> Check:
@@ -90,7 +90,7 @@ def check_target(cfg: BoardConfig) -> Check:
 
     target = str(cfg.get("pyocd.target", ""))
     name = f"pyOCD target {target or '(none)'}"
-    fix = f"pyocd pack install {target}  (needs the network), or set [pyocd].pack / --pack PATH.pack ({README_LAB})"
+    fix = f"pyocd pack install {target}  (needs the network), or set [pyocd].pack / --hil-pack PATH.pack ({README_LAB})"
     try:
         settings = ProbeSettings.from_config(cfg)
         where = target_support(settings.target, settings.pack)
@@ -109,7 +109,7 @@ def check_probes(cfg: BoardConfig | None) -> Check:
         return Check("debug probes", False, "none connected", required=False)
     wanted = str(cfg.get("pyocd.probe_id", "") or "") if cfg else ""
     listing = ", ".join(str(p) for p in probes)
-    fix = f"connect the EVK's MCU-Link USB port; pick one with [pyocd].probe_id or --probe ({README_LAB})"
+    fix = f"connect the EVK's MCU-Link USB port; pick one with [pyocd].probe_id or --hil-probe ({README_LAB})"
     if not probes:
         return Check("debug probes", False, "none connected (pyOCD sees no CMSIS-DAP/J-Link/ST-Link probe)", fix)
     if wanted and not any(p.unique_id.lower() == wanted.lower() for p in probes):
@@ -129,10 +129,10 @@ def check_serial(cfg: BoardConfig) -> Check:
     if url and not url.startswith("hwgrep://"):
         ok = "://" in url or Path(url).exists()
         return Check(f"serial port {url}", ok, "configured" + (f"; MCU-Link ports: {found}" if found else ""),
-                     "check [serial].url / --port")
+                     "check [serial].url / --hil-port")
     if not ports:
         return Check(name, False, "no serial port with that USB VID:PID",
-                     f"connect the MCU-Link; or set [serial].url / --port ({README_LAB})")
+                     f"connect the MCU-Link; or set [serial].url / --hil-port ({README_LAB})")
     return Check(name, True, found)
 
 

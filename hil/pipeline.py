@@ -112,7 +112,7 @@ def _prepare_image(
             raise BoardConfigError(
                 f"board '{cfg.name}': firmware image {elf} not found; build it with "
                 f"`make firmware BOARD=rt700 MODEL={request.out_dir / 'model.pte'} RT700_BUILD={elf.parent}`"
-                " or pass --elf"
+                " or pass --hil-elf"
             )
         check_image_carries(elf, request.out_dir / "model.pte", board=cfg.name)
         return elf, TimeScale.core_cycles(cfg.clock_mhz), None

@@ -24,13 +24,17 @@ DEFAULT_ARTIFACTS = Path("hil-artifacts")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hil", "et-hil hardware-in-the-loop profiling")
-    group.addoption("--board", default="qemu", help="board to profile on (boards/NAME.toml); default qemu")
-    group.addoption("--board-config", type=Path, default=None, help="board file; wins over --board")
-    group.addoption("--hil-artifacts", type=Path, default=DEFAULT_ARTIFACTS, help="root folder for run artifacts")
-    group.addoption("--hil-iterations", type=int, default=5, help="inferences profiled per run")
-    group.addoption("--hil-timeout", type=float, default=None, help="seconds allowed per board run")
+    # `--board` is the product's own word (`pytest --board rt700`); every other option carries the
+    # `--hil-` prefix so the plugin can share a session with pytest-embedded, labgrid and the like.
+    group.addoption("--board", default="qemu", metavar="NAME", help="board to profile on (boards/NAME.toml); default qemu")
+    group.addoption("--hil-board-config", dest="board_config", type=Path, default=None, metavar="FILE",
+                    help="board file; wins over --board")
+    group.addoption("--hil-artifacts", type=Path, default=DEFAULT_ARTIFACTS, metavar="DIR",
+                    help="root folder for run artifacts")
+    group.addoption("--hil-iterations", type=int, default=5, metavar="N", help="inferences profiled per run")
+    group.addoption("--hil-timeout", type=float, default=None, metavar="S", help="seconds allowed per board run")
     for opt in OVERRIDES:
-        group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, help=opt.help)
+        group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar, help=opt.help)
 
 
 def pytest_configure(config: pytest.Config) -> None:

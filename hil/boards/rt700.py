@@ -29,10 +29,10 @@ from hil.road.serial_reader import SerialReader
 
 LOG = logging.getLogger(__name__)
 
-# Command-line option (without "--") -> the board-file key it overrides. The table itself lives
+# Override name (`--hil-NAME` in pytest, `--NAME` in the CLI) -> the board-file key it overrides. The table itself lives
 # once in hil/options.py (shared by the CLI and the pytest plugin); this is its RT700 view, e.g.
 # probe -> pyocd.probe_id, port -> serial.url, target, pack, gdb, breakpoint, result_expr, elf.
-RT700_OVERRIDES: dict[str, str] = {opt.flag.lstrip("-").replace("-", "_"): opt.key for opt in OVERRIDES}
+RT700_OVERRIDES: dict[str, str] = {opt.name.replace("-", "_"): opt.key for opt in OVERRIDES}
 
 MCULINK_HWGREP = "hwgrep://1FC9:0143"
 DONE_LINE = "Program complete, exiting."

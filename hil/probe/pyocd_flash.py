@@ -30,7 +30,7 @@ T = TypeVar("T")
 
 PACK_HINT = (
     "install NXP's device pack with `pyocd pack install {target}` (needs the network), or download "
-    "the MIMXRT798S DFP (.pack) and set [pyocd].pack in the board file or pass --pack PATH; "
+    "the MIMXRT798S DFP (.pack) and set [pyocd].pack in the board file or pass --hil-pack PATH; "
     "`hil doctor --board rt700` checks it (README, section \"Lab bench\")"
 )
 
@@ -186,13 +186,13 @@ def _choose_probe(settings: ProbeSettings, api: SimpleNamespace) -> Any:
         if not exact:
             raise TargetError(
                 f"{where}: probe '{settings.probe_id}' is not connected; connected: {listing}. "
-                "Set [pyocd].probe_id or pass --probe with one of those ids."
+                "Set [pyocd].probe_id or pass --hil-probe with one of those ids."
             )
         return exact[0]
     if len(probes) > 1:
         raise BoardConfigError(
             f"{where}: {len(probes)} debug probes are connected and no probe id is set, so the harness "
-            f"will not guess which board to flash: {listing}. Set [pyocd].probe_id or pass --probe ID."
+            f"will not guess which board to flash: {listing}. Set [pyocd].probe_id or pass --hil-probe ID."
         )
     return probes[0]
 
