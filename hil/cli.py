@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from hil.config import BoardConfig, load_board_config
-from hil.errors import HilError
+from hil.errors import BoardConfigError, HilError
 from hil.options import OVERRIDES, overrides_from
 
 
@@ -28,12 +28,13 @@ def board_from_args(args: argparse.Namespace) -> BoardConfig:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    board = board_from_args(args)  # a bad board file fails here, before torch is imported
     from hil.analysis.table import format_table
     from hil.pipeline import RunRequest, run_profile
 
     request = RunRequest(
         model=args.model,
-        board=board_from_args(args),
+        board=board,
         out_dir=args.out,
         iterations=args.iterations,
         warmup=args.warmup,
@@ -159,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
+    except BoardConfigError as exc:
+        print(f"hil {args.command}: {exc}", file=sys.stderr)
+        return 2
     except HilError as exc:
         print(f"hil {args.command}: {exc}", file=sys.stderr)
         return 1

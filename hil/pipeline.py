@@ -105,9 +105,8 @@ def _prepare_image(
         return image, buffer.time_scale, buffer.simulation
     if cfg.kind == "rt700":
         # `{model}` and `{delegate}` let one board file serve a suite with an image per program.
+        # A relative path was made absolute against the board file's folder when the file was read.
         elf = Path(str(cfg.require("firmware.elf")).format(model=compiled.name, delegate=delegate))
-        if not elf.is_absolute() and cfg.source is not None:
-            elf = (cfg.source.parent.parent / elf).resolve()
         if not elf.is_file():
             raise BoardConfigError(
                 f"board '{cfg.name}': firmware image {elf} not found; build it with "

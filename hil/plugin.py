@@ -47,7 +47,8 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def hil_board(pytestconfig: pytest.Config) -> BoardConfig:
     """The board chosen on the command line, with its overrides applied."""
-    cfg = load_board_config(pytestconfig.getoption("board"), pytestconfig.getoption("board_config"))
+    cfg = load_board_config(pytestconfig.getoption("board"), pytestconfig.getoption("board_config"),
+                            project_dirs=[pytestconfig.rootpath])
     return cfg.with_overrides(overrides_from(vars(pytestconfig.option)))
 
 
