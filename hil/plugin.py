@@ -45,8 +45,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def hil_board(pytestconfig: pytest.Config) -> BoardConfig:
-    """The board chosen on the command line, with its overrides applied."""
+def hil_board_config(pytestconfig: pytest.Config) -> BoardConfig:
+    """The board file chosen on the command line (`--board`, `--hil-board-config`), with its overrides applied."""
     cfg = load_board_config(pytestconfig.getoption("board"), pytestconfig.getoption("board_config"),
                             project_dirs=[pytestconfig.rootpath])
     return cfg.with_overrides(overrides_from(vars(pytestconfig.option)))
@@ -67,7 +67,7 @@ def hil_artifacts_dir(request: pytest.FixtureRequest) -> Path:
 
 @pytest.fixture
 def hil_profile(
-    request: pytest.FixtureRequest, hil_board: BoardConfig, hil_artifacts_dir: Path
+    request: pytest.FixtureRequest, hil_board_config: BoardConfig, hil_artifacts_dir: Path
 ) -> Callable[..., Any]:
     """Factory: `hil_profile(model, **options)` profiles `model` on the chosen board and returns a RunResult."""
     from hil.pipeline import RunRequest, run_profile
@@ -79,7 +79,7 @@ def hil_profile(
         options.setdefault("iterations", config.getoption("hil_iterations"))
         options.setdefault("timeout_s", config.getoption("hil_timeout"))
         options.setdefault("warmup", config.getoption("hil_warmup"))
-        board = options.pop("board", hil_board)
+        board = options.pop("board", hil_board_config)
         try:
             return run_profile(RunRequest(model=model, board=board, out_dir=out, **options))
         finally:  # failed runs are reported (history, JUnit) too
