@@ -132,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_image_arguments(check_image)
     check_image.set_defaults(func=_cmd_check_image)
 
+    from hil.firmware import sources
+
+    firmware_sources = sub.add_parser("firmware-sources", help="copy the RT700 firmware sources out of the package")
+    sources.add_arguments(firmware_sources)
+    firmware_sources.set_defaults(func=sources.run)
+
     from hil.regress.commands import add_regression_commands
 
     add_regression_commands(sub)

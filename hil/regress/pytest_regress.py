@@ -20,6 +20,7 @@ import pytest
 
 from hil import atomic
 from hil.errors import HilError
+from hil.paths import BUDGETS_DIR
 from hil.regress.budgets import Budget, budget_from_mapping, check_budget, format_violations
 from hil.regress.compare import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
 from hil.regress.judge import JudgeOptions, Verdict, judge_run
@@ -53,7 +54,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def judge_options(config: pytest.Config) -> JudgeOptions:
-    budgets = config.getoption("hil_budgets") or (config.rootpath / "budgets")
+    # The project's budgets/ folder, else the defaults that ship with et-hil (package data).
+    project = config.rootpath / "budgets"
+    budgets = config.getoption("hil_budgets") or (project if project.is_dir() else BUDGETS_DIR)
     return JudgeOptions(
         warmup=config.getoption("hil_warmup"),
         baseline=config.getoption("hil_baseline"),
