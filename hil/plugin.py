@@ -20,6 +20,8 @@ from hil.config import BoardConfig, load_board_config
 from hil.options import OVERRIDES, overrides_from
 
 DEFAULT_ARTIFACTS = Path("hil-artifacts")
+# The run folders a test made, read by the regression hooks (hil.regress.pytest_regress).
+RUN_FOLDERS = pytest.StashKey[list[Path]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -83,6 +85,6 @@ def hil_profile(
         try:
             return run_profile(RunRequest(model=model, board=board, out_dir=out, **options))
         finally:  # failed runs are reported (history, JUnit) too
-            request.node.user_properties.append(("hil_artifacts", str(out)))
+            request.node.stash.setdefault(RUN_FOLDERS, []).append(out)
 
     return profile

@@ -1,9 +1,9 @@
 """pytest options and hooks of the regression side (budgets, baselines, history, reports).
 
 Registered as the `hil_regress` pytest11 entry point beside the main plugin. It does not wrap the
-pipeline: after each test's call phase it finds the runs the test made (the `hil_artifacts` user
-properties the main plugin records, plus any run folder written under the test's artifacts
-folder during the call, so failed runs count too) and judges each one with `hil.regress.judge`.
+pipeline: after each test's call phase it finds the runs the test made (the run folders the main
+plugin keeps in the test's stash, `hil_artifacts` user properties a test recorded itself, plus
+any run folder written under the test's artifacts folder during the call, so failed runs count too) and judges each one with `hil.regress.judge`.
 A broken budget or a regression turns the test's report into a failure whose message holds the
 measured values, the limits and the artifact folder.
 
@@ -21,6 +21,7 @@ import pytest
 from hil import atomic
 from hil.errors import HilError
 from hil.paths import BUDGETS_DIR
+from hil.plugin import RUN_FOLDERS
 from hil.regress.budgets import Budget, budget_from_mapping, check_budget, format_violations
 from hil.regress.compare import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
 from hil.regress.judge import JudgeOptions, Verdict, judge_run
@@ -28,6 +29,9 @@ from hil.regress.stats import drop_warmup
 from hil.report.figures import openmetrics_text
 
 _METRICS = pytest.StashKey[list]()
+# Key figures go to JUnit as suite properties: xunit2, pytest's default JUnit family, allows no
+# <properties> inside a <testcase>, so `record_property` would make the XML invalid.
+SUITE_PROPERTY = pytest.StashKey[Callable[[str, object], None]]()
 _START_SLACK_S = 1.0
 
 
@@ -80,7 +84,8 @@ def marker_budget(item: pytest.Item) -> Budget | None:
 
 def run_folders(item: pytest.Item, call_start: float) -> list[Path]:
     """Run folders of this test: recorded by the plugin, or written under its artifacts folder during the call."""
-    folders = [Path(str(v)) for k, v in item.user_properties if k == "hil_artifacts"]
+    folders = list(item.stash.get(RUN_FOLDERS, []))
+    folders += [Path(str(v)) for k, v in item.user_properties if k == "hil_artifacts"]  # recorded by hand
     root = getattr(item, "funcargs", {}).get("hil_artifacts_dir")
     if root is not None and Path(root).is_dir():
         for manifest in sorted(Path(root).glob("*/manifest.json")):
@@ -125,7 +130,8 @@ def _publish(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdic
         prefix = f"{verdict.profile.get('model')}.{verdict.folder.name}" if several else None
         props = verdict.properties if not prefix else [(k.replace(f"hil.{verdict.profile.get('model')}", f"hil.{prefix}", 1), v)
                                                        for k, v in verdict.properties]
-        item.user_properties.extend(props)
+        _suite_properties(item, [*props, (f"hil.{prefix or verdict.profile.get('model')}.artifacts",
+                                            str(verdict.folder))])
         item.config.stash[_METRICS].append((verdict.profile, {"test": item.nodeid}))
     notes = [n for v in verdicts for n in v.notes]
     if notes:
@@ -136,6 +142,20 @@ def _publish(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdic
         report.longrepr = "\n\n".join(failures)
     elif failures:
         report.sections.append(("hil regression failures", "\n\n".join(failures)))
+
+
+@pytest.fixture(autouse=True)
+def _hil_suite_property(request: pytest.FixtureRequest, record_testsuite_property: Callable[[str, object], None]) -> None:
+    """Hand the makereport hook pytest's public way to write suite properties (a no-op without --junitxml)."""
+    request.node.stash[SUITE_PROPERTY] = record_testsuite_property
+
+
+def _suite_properties(item: pytest.Item, props: list[tuple[str, str]]) -> None:
+    """JUnit suite properties named `<figure>@<test id>`, so two tests' figures never mix."""
+    record = item.stash.get(SUITE_PROPERTY, None)
+    if record is not None:
+        for name, value in props:
+            record(f"{name}@{item.nodeid}", value)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
