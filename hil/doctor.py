@@ -9,7 +9,9 @@ missing piece.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -223,21 +225,34 @@ def _run_all(checks: list[tuple[str, Callable[[], Check]]], budget: float) -> li
             for (name, _), r in zip(checks, results)]
 
 
-def run_doctor(cfg: BoardConfig | None, *, out: TextIO = sys.stdout) -> int:
-    """Print the checks for `cfg` (or the board-independent ones for None); 0 when nothing required is missing."""
+def run_doctor(cfg: BoardConfig | None, *, out: TextIO = sys.stdout, as_json: bool = False) -> int:
+    """Print the checks for `cfg` (or the board-independent ones for None); 0 when nothing required is missing.
+
+    The board file itself was checked against its schema when it was read, before any check here.
+    `as_json` prints one JSON document (board, ok, seconds, checks) instead of the lines.
+    """
     start = time.monotonic()
     board = f"board '{cfg.name}' ({cfg.source})" if cfg else "no board (general checks)"
-    print(f"hil doctor: {board}", file=out)
+    if not as_json:
+        print(f"hil doctor: {board}", file=out)
+        if cfg is not None:
+            print(f"  {'ok':<8} board file: {cfg.source} (schema checked)", file=out)
     results = _run_all([("pyOCD", lambda: check_pyocd(cfg))], TOTAL_TIMEOUT_S)
     if results[0].ok:
         checks = _checks_for(cfg)
     else:  # without pyOCD the probe and target checks can only repeat the import error
         checks = [c for c in _checks_for(cfg) if c[0] not in ("pyOCD target", "debug probes")]
     results += _run_all(checks, TOTAL_TIMEOUT_S - (time.monotonic() - start))
-    for check in results:
-        print(check.line(), file=out)
     missing = [c.name for c in results if not c.ok and c.required]
     took = time.monotonic() - start
+    if as_json:
+        doc = {"board": cfg.name if cfg else None, "board_file": str(cfg.source) if cfg else None,
+               "ok": not missing, "seconds": round(took, 2), "missing": missing,
+               "checks": [dataclasses.asdict(c) for c in results]}
+        print(json.dumps(doc, indent=2), file=out)
+        return 1 if missing else 0
+    for check in results:
+        print(check.line(), file=out)
     if missing:
         print(f"hil doctor: MISSING {', '.join(missing)} ({took:.1f} s)", file=out)
         return 1

@@ -37,15 +37,15 @@ _START_SLACK_S = 1.0
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hil-regress", "et-hil nightly regression")
-    group.addoption("--hil-warmup", type=int, default=0, help="iterations dropped before statistics (warm-up)")
-    group.addoption("--hil-baseline", type=Path, default=None, help="baseline folder (<model>.json each) or file")
+    group.addoption("--hil-warmup", type=int, default=0, metavar="W", help="iterations dropped before statistics (warm-up)")
+    group.addoption("--hil-baseline", type=Path, default=None, metavar="PATH", help="baseline folder (<model>.json each) or file")
     group.addoption("--hil-baseline-update", action="store_true", help="write this session's runs as the baselines")
-    group.addoption("--hil-tolerance", type=parse_tolerance, default=DEFAULT_TOLERANCE, help="relative slowdown allowed (default 5%%)")
-    group.addoption("--hil-noise-k", type=float, default=DEFAULT_NOISE_K, help="sigmas of run noise a slowdown must exceed")
-    group.addoption("--hil-min-delta-us", type=float, default=0.0, help="absolute change (us) below which nothing regresses")
-    group.addoption("--hil-history", type=Path, default=None, help="SQLite database every run is appended to")
-    group.addoption("--hil-budgets", type=Path, default=None, help="budgets file or folder (default: budgets/<board>.toml)")
-    group.addoption("--hil-openmetrics", type=Path, default=None, help="write key figures as OpenMetrics text here")
+    group.addoption("--hil-tolerance", type=parse_tolerance, default=DEFAULT_TOLERANCE, metavar="T", help="relative slowdown allowed (default 5%%)")
+    group.addoption("--hil-noise-k", type=float, default=DEFAULT_NOISE_K, metavar="K", help="sigmas of run noise a slowdown must exceed")
+    group.addoption("--hil-min-delta-us", type=float, default=0.0, metavar="US", help="absolute change (us) below which nothing regresses")
+    group.addoption("--hil-history", type=Path, default=None, metavar="DB", help="SQLite database every run is appended to")
+    group.addoption("--hil-budgets", type=Path, default=None, metavar="PATH", help="budgets file or folder (default: budgets/<board>.toml)")
+    group.addoption("--hil-openmetrics", type=Path, default=None, metavar="FILE", help="write key figures as OpenMetrics text here")
 
 
 def pytest_configure(config: pytest.Config) -> None:
