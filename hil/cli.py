@@ -61,9 +61,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         seed=args.seed,
         jitter=args.jitter,
     )
-    report = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
+    from hil.progress import for_stream
+
+    progress = for_stream(sys.stderr, quiet=args.quiet, durations=args.verbose)
     try:
-        result = run_profile(request, report=report)
+        result = run_profile(request, progress=progress)
     except HilError as exc:
         print(f"hil run: {exc}\n(artifacts kept in {args.out})", file=sys.stderr)
         return exit_code_for(exc)
@@ -133,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the simulated cost model")
     run.add_argument("--jitter", type=float, default=None, metavar="F",
                      help="relative run-to-run jitter of the simulation")
-    run.add_argument("-v", "--verbose", action="store_true", help="print each step and its duration")
+    run.add_argument("-v", "--verbose", action="store_true", help="also print each step's duration as it ends")
+    run.add_argument("-q", "--quiet", action="store_true", help="print no step lines or progress bars")
     run.add_argument("--json", action="store_true", help="print the profile as JSON instead of the table")
     run.set_defaults(func=_cmd_run)
 

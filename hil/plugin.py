@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 from hil.config import BoardConfig, load_board_config
 from hil.options import OVERRIDES, overrides_from
+from hil.progress import Lines, Progress
 
 DEFAULT_ARTIFACTS = Path("hil-artifacts")
 # The run folders a test made, read by the regression hooks (hil.regress.pytest_regress).
@@ -67,6 +69,21 @@ def hil_artifacts_dir(request: pytest.FixtureRequest) -> Path:
     return folder
 
 
+def _progress(config: pytest.Config) -> Progress | None:
+    """With `-v`, each step of a run as it starts and ends, through pytest's terminal reporter."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or config.get_verbosity() < 1:
+        return None
+    capture = config.pluginmanager.get_plugin("capturemanager")
+
+    def write(line: str) -> None:
+        # The test's output is being captured; like pytest's live logging, step lines go past it.
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            reporter.write_line(f"    {line}")
+
+    return Lines(write, durations=True)
+
+
 @pytest.fixture
 def hil_profile(
     request: pytest.FixtureRequest, hil_board_config: BoardConfig, hil_artifacts_dir: Path
@@ -83,7 +100,7 @@ def hil_profile(
         options.setdefault("warmup", config.getoption("hil_warmup"))
         board = options.pop("board", hil_board_config)
         try:
-            return run_profile(RunRequest(model=model, board=board, out_dir=out, **options))
+            return run_profile(RunRequest(model=model, board=board, out_dir=out, **options), progress=_progress(config))
         finally:  # failed runs are reported (history, JUnit) too
             request.node.stash.setdefault(RUN_FOLDERS, []).append(out)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from hil.boards.base import RunCapture, RunPlan
@@ -106,12 +107,14 @@ class Rt700Board:
 
     # -- Board protocol --------------------------------------------------------------------
 
-    def flash(self, image: Path) -> None:
-        """Lock, open the console, then program `image` and leave the core halted at reset."""
+    def flash(self, image: Path, progress: Callable[[float], None] | None = None) -> None:
+        """Lock, open the console, then program `image` and leave the core halted at reset.
+
+        `progress` is handed to pyOCD's FileProgrammer, which reports the fraction programmed."""
         self._take_probe()
         self._open_serial()
         try:
-            report = flash_image(self.cfg, Path(image))
+            report = flash_image(self.cfg, Path(image), progress=progress)
         except HilError as exc:
             self.flash_report = getattr(exc, "flash_report", None)
             raise
