@@ -5,21 +5,28 @@
     def test_cifar10(hil_profile):
         run = hil_profile("cifar10")
         assert run.profile["totals_us"]["method_execute"] > 0
+
+Fixtures: `hil_profile` (profile a model), `hil_board` (the connected board, for your own firmware),
+`hil_board_config` (the board file), `hil_artifacts_dir` (this test's folder); the regression side
+adds `hil_budget` and the `hil_budget` marker (hil.regress.pytest_regress).
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from hil.config import BoardConfig, load_board_config
 from hil.options import OVERRIDES, overrides_from
 from hil.progress import Lines, Progress
+
+if TYPE_CHECKING:  # imported when the fixture is used: it pulls in the board classes
+    from hil.board_session import BoardSession
 
 DEFAULT_ARTIFACTS = Path("hil-artifacts")
 # The run folders a test made, read by the regression hooks (hil.regress.pytest_regress).
@@ -67,6 +74,21 @@ def hil_artifacts_dir(request: pytest.FixtureRequest) -> Path:
     folder = root / _folder_name(request.node.nodeid)
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+@pytest.fixture
+def hil_board(hil_board_config: BoardConfig, hil_artifacts_dir: Path) -> Iterator[BoardSession]:
+    """The connected board, for a test that brings its own firmware: `flash(elf)`, `console.expect(pattern,
+    timeout)`, `configure(iterations, warmup)`, `run_to(breakpoint)`, `read_etdump(result_expr)`,
+    `profile(etrecord)` (hil.board_session). Its files land in the test's artifacts folder, under board/;
+    everything it started is stopped when the test ends."""
+    from hil.board_session import BoardSession
+
+    session = BoardSession(hil_board_config, hil_artifacts_dir / "board")
+    try:
+        yield session
+    finally:
+        session.close()
 
 
 def _progress(config: pytest.Config) -> Progress | None:

@@ -87,6 +87,14 @@ class QemuBoard:
             self.close()
             raise
 
+    def attach(self) -> tuple[GdbMiSession, SerialReader]:
+        """The debugger and console of the flashed target, reset and halted: for callers that drive
+        the target step by step (the `hil_board` fixture) instead of through `run()`."""
+        if self._gdb is None or self._serial is None or self.image is None:
+            raise TargetError(f"board '{self.name}': attach() before flash()")
+        self._gdb.reset(str(self.cfg.get("qemu.reset_monitor", "system_reset")))
+        return self._gdb, self._serial
+
     def run(self, timeout: float, plan: RunPlan) -> RunCapture:
         """Reset, configure `plan`, run to the breakpoint, dump the ETDump, let the image finish; all within `timeout` s."""
         gdb, serial, qemu = self._gdb, self._serial, self._qemu

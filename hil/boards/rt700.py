@@ -124,6 +124,31 @@ class Rt700Board:
             self.notes.append(f"flash needed {report.attempts} attempts: {'; '.join(report.errors)}")
         self.image = Path(image)
 
+    def attach(self) -> tuple[GdbMiSession, SerialReader]:
+        """Start `pyocd gdbserver`, connect GDB and reset-halt the flashed target; returns GDB and the console.
+
+        `run()` starts with it; the `hil_board` fixture calls it to drive the target step by step."""
+        if self.image is None or self._serial is None:
+            raise TargetError(f"board '{self.cfg.name}': attach() before flash(): nothing is on the target")
+        self._close_parts("_gdb", "_gdbserver")
+        start = time.monotonic()
+        self._gdbserver = PyocdGdbServer(
+            probe_id=str(self.probe_id),
+            target=self.settings.target,
+            pack=self.settings.pack,
+            frequency_hz=self.settings.frequency_hz,
+            log_path=self.workdir / "gdbserver.log",
+        ).start(timeout=float(self.cfg.get("pyocd.gdbserver_timeout_s", 30)))
+        self._timed("start_gdbserver", start)
+
+        start = time.monotonic()
+        self._gdb = GdbMiSession(self.cfg.gdb, self.image, self.workdir / "gdb-mi.log", name=f"{self.name} gdb")
+        self._gdb.connect("127.0.0.1", self._gdbserver.port, timeout=self.settings.connect_timeout_s)
+        # pyOCD's monitor command; the halt keeps the firmware still until the breakpoint is set.
+        self._gdb.reset(monitor="reset halt")
+        self._timed("connect_gdb", start)
+        return self._gdb, self._serial
+
     def run(self, timeout: float, plan: RunPlan) -> RunCapture:
         """Reset under GDB, configure `plan`, run to the ETDump-ready breakpoint, dump the ETDump, let the firmware finish."""
         if self.image is None or self._serial is None:
@@ -131,22 +156,8 @@ class Rt700Board:
         deadline = time.monotonic() + timeout
         serial = self._serial
         try:
-            start = time.monotonic()
-            self._gdbserver = PyocdGdbServer(
-                probe_id=str(self.probe_id),
-                target=self.settings.target,
-                pack=self.settings.pack,
-                frequency_hz=self.settings.frequency_hz,
-                log_path=self.workdir / "gdbserver.log",
-            ).start(timeout=float(self.cfg.get("pyocd.gdbserver_timeout_s", 30)))
-            self._timed("start_gdbserver", start)
-
-            start = time.monotonic()
-            self._gdb = GdbMiSession(self.cfg.gdb, self.image, self.workdir / "gdb-mi.log", name=f"{self.name} gdb")
-            self._gdb.connect("127.0.0.1", self._gdbserver.port, timeout=self.settings.connect_timeout_s)
-            # pyOCD's monitor command; the halt keeps the firmware still until the breakpoint is set.
-            self._gdb.reset(monitor="reset halt")
-            self._timed("connect_gdb", start)
+            self.attach()
+            assert self._gdb is not None
 
             ctx = RunContext(self.cfg.name, self.cfg.breakpoint, serial, self._gdb.transcript_path, self.image)
             start = time.monotonic()

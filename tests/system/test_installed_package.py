@@ -39,6 +39,21 @@ USER_TESTS = textwrap.dedent(
         run = hil_profile("my_model.py:factory", iterations=2)
         assert run.profile["model"] == "my_model"
 
+    def test_my_own_image_on_the_board(hil_board):
+        from hil.aot.export import export_model
+        from hil.buffers.simulated import simulated_buffer
+        from hil.firmware.qemu_image import build_qemu_image
+
+        compiled = export_model("cifar10", delegate="neutron-sim")
+        buffer = simulated_buffer(compiled, iterations=2, clock_mhz=324)
+        elf = build_qemu_image(buffer.etdump, buffer.console_lines, runs=2)  # stands in for the user's build
+        hil_board.flash(elf)
+        hil_board.configure(iterations=2)
+        hil_board.run_to("hil_etdump_ready")
+        hil_board.read_etdump("hil_etdump_result")
+        assert hil_board.profile(compiled.etrecord_path)["npu_fraction"] > 0
+        hil_board.console.expect(r"Inference time: \d+ us", timeout=5)
+
     def test_the_board_file_came_from_the_package(hil_board_config):
         assert hil_board_config.name == "qemu" and hil_board_config.clock_mhz > 0
         assert "site-packages" in str(hil_board_config.source)
@@ -142,7 +157,7 @@ def test_a_user_project_runs_its_own_tests_with_the_fixtures(venv, tmp_path):
                            "qemu", "tests"], cwd=project, capture_output=True, text=True, timeout=900,
                           env=_clean_env())
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "3 passed" in done.stdout
+    assert "4 passed" in done.stdout
     assert list((project / "hil-artifacts").glob("*/*/profile.json"))
 
 
