@@ -278,7 +278,7 @@ def flash_image(cfg: BoardConfig, elf: Path, *, api: SimpleNamespace | None = No
     """Open, program, reset-and-halt, close; one retry on a flash/transfer failure, recorded.
 
     A second failure raises TargetError listing both attempts: retrying more would hide an
-    unstable bench (FACTS.md section 6).
+    unstable bench, whose flaky cable or probe should fail loudly instead.
     """
     api = api or _pyocd_api()
     settings = ProbeSettings.from_config(cfg)
