@@ -11,6 +11,7 @@ writes the lines through pytest's terminal reporter with `-v`.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import threading
 import time
@@ -62,6 +63,11 @@ class Terminal(Lines):
 
     def __init__(self, stream: TextIO, *, durations: bool = True) -> None:
         super().__init__(lambda line: print(line, file=stream, flush=True), durations=durations)
+        # Imported here, in the main thread: imported first by the ticker thread while the main thread
+        # imports torch, it waits on the interpreter's import locks and no bar is ever drawn.
+        from tqdm import tqdm
+
+        self._tqdm = tqdm
         self._stream = stream
         self._lock = threading.Lock()
         self._bar: Any = None
@@ -94,16 +100,18 @@ class Terminal(Lines):
     def _tick(self, name: str, started: float, stop: threading.Event) -> None:
         if stop.wait(BAR_DELAY_S):
             return
-        from tqdm import tqdm
-
         while True:
             with self._lock:
                 if stop.is_set():
                     return
                 if self._bar is None:
-                    self._bar = tqdm(desc=f"  {name}", total=None, file=self._stream, leave=False, unit="",
-                                     bar_format="{desc}: {elapsed}", mininterval=0)
-                    self._bar.start_t = started
+                    # A terminal that reports no size (a fresh pty, some CI consoles) would make tqdm
+                    # hide the bar as "below the screen": fall back to 80x24 as shutil does.
+                    size = shutil.get_terminal_size()
+                    self._bar = self._tqdm(desc=f"  {name}", total=None, file=self._stream, leave=False, unit="",
+                                           bar_format="{desc}: {elapsed}", mininterval=0, ncols=size.columns,
+                                           nrows=size.lines)
+                    self._bar.start_t = self._bar._time() - (time.monotonic() - started)
                 if self._fraction is not None and self._bar.total is None:
                     self._bar.total = 100
                     self._bar.bar_format = "{desc}: {percentage:3.0f}%|{bar}| {elapsed}"

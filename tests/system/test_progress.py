@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -45,7 +46,7 @@ def _read_pty(master: int, proc: subprocess.Popen, timeout: float) -> tuple[byte
 
 def test_a_cold_run_on_a_terminal_says_what_it_is_doing_at_once(tmp_path):
     master, slave = pty.openpty()
-    proc = subprocess.Popen([*RUN, "--out", str(tmp_path / "run")], stdin=slave, stdout=slave, stderr=slave,
+    proc = subprocess.Popen([*RUN, "--out", str(tmp_path / "run"), "-v"], stdin=slave, stdout=slave, stderr=slave,
                             cwd=tmp_path, env=os.environ.copy(), close_fds=True)
     os.close(slave)
     try:
@@ -59,6 +60,9 @@ def test_a_cold_run_on_a_terminal_says_what_it_is_doing_at_once(tmp_path):
     assert text.index("[hil] import torch, executorch…") < text.index("Method::execute")  # before any heavy work
     positions = [text.index(step) for step in STEPS]
     assert positions == sorted(positions), text[:3000]
+    took = float(re.search(r"\[hil\] import: ([\d.]+) s", text).group(1))
+    if took > BAR_DELAY_S + 1.0:  # importing torch takes seconds: the bar showed it was alive meanwhile
+        assert re.search(r"\r  import: 00:0[1-9]", text), text[:2000]
 
 
 def test_not_on_a_terminal_plain_lines_and_quiet_with_q(tmp_path):
