@@ -31,8 +31,8 @@ venv: $(VENV_STAMP)
 $(VENV_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	@echo "installing pinned Python packages into $(VENV) (torch==2.13.0 CPU, executorch==1.5.1, ...)"
-	@$(PY) -m pip install -q --disable-pip-version-check -e . 2>&1 | grep -v "^WARNING: Location" || true
-	@$(PY) -c "import torch, executorch, pyocd, serial, pygdbmi; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+	@$(PY) -m pip install -q --disable-pip-version-check -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
+	@$(PY) -c "import torch, executorch, pyocd, serial, pygdbmi, pytest_embedded, xmlschema; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	@rm -f $(VENV)/.et-hil-*; touch $@
 
 demo: setup

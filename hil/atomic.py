@@ -1,4 +1,10 @@
-"""Write files whole or not at all, so a crash never leaves a half-written artifact that looks complete."""
+"""Write files whole or not at all, so a crash never leaves a half-written artifact that looks complete.
+
+Temp files and folders (mkstemp, mkdtemp) are created private (0600, 0700) whatever the umask;
+once renamed into place they would stay private, and a report could not be served nor a cache
+shared. Everything published here gets the mode a plain `open()` / `mkdir()` would have given it
+(0644 / 0755 under the usual umask 022).
+"""
 
 from __future__ import annotations
 
@@ -9,14 +15,42 @@ from pathlib import Path
 from typing import Any
 
 
+def umask() -> int:
+    """The process umask, read without changing it where Linux allows (/proc), else by a set-and-restore."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    return 0o666 & ~umask()
+
+
+def dir_mode() -> int:
+    return 0o777 & ~umask()
+
+
+def make_public_dir(path: Path) -> Path:
+    """Give a folder made by mkdtemp the mode `mkdir` would have given it."""
+    os.chmod(path, dir_mode())
+    return Path(path)
+
+
 def write_bytes(path: Path, data: bytes) -> Path:
-    """Write `data` to a temp file beside `path`, then rename it into place."""
+    """Write `data` to a temp file beside `path`, then rename it into place with the umask's mode."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+            os.fchmod(handle.fileno(), file_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -1,22 +1,43 @@
-"""`hil`: the command line front end. Each sub-command is a thin wrapper over one library call."""
+"""`hil`: the command line front end. Each sub-command is a thin wrapper over one library call.
+
+Exit status, the same for every sub-command: 0 ok; 1 a test failed (a regression in `hil compare`,
+a failed check in `hil check-image`); 2 a usage or input error (bad option, board file, model or
+file); 3 a board or infrastructure error (target, debugger, toolchain, missing tools in `hil doctor`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from hil.config import BoardConfig, load_board_config
-from hil.errors import HilError
+from hil.errors import AnalysisError, BoardConfigError, HilError, ModelError
 from hil.options import OVERRIDES, overrides_from
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+EXIT_CODES_HELP = (
+    "exit status: 0 ok; 1 a test or regression failure; 2 a usage or input error (options, board file, model, "
+    "files); 3 a board or infrastructure error (target, debugger, toolchain)"
+)
+# Errors in what the user gave us; every other HilError is the board's or the machine's.
+INPUT_ERRORS = (BoardConfigError, ModelError, AnalysisError)
+
+
+def exit_code_for(exc: HilError) -> int:
+    return EXIT_USAGE if isinstance(exc, INPUT_ERRORS) else EXIT_INFRA
 
 
 def _add_board_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
-    parser.add_argument("--board", default=None if not required else "qemu", help="board name (boards/NAME.toml)")
-    parser.add_argument("--board-config", type=Path, default=None, help="board file; wins over --board")
-    group = parser.add_argument_group("board-file overrides")
+    parser.add_argument("--board", default=None if not required else "qemu", metavar="NAME",
+                        help="board name (boards/NAME.toml)")
+    parser.add_argument("--board-config", "--hil-board-config", type=Path, default=None, metavar="FILE",
+                        help="board file; wins over --board")
+    group = parser.add_argument_group("board-file overrides (each also as --hil-NAME, as in pytest)")
     for opt in OVERRIDES:
-        group.add_argument(opt.flag, dest=opt.dest, type=opt.type, default=None, help=opt.help)
+        group.add_argument(opt.short_flag, opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar,
+                           help=opt.help)
 
 
 def board_from_args(args: argparse.Namespace) -> BoardConfig:
@@ -25,12 +46,13 @@ def board_from_args(args: argparse.Namespace) -> BoardConfig:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    board = board_from_args(args)  # a bad board file fails here, before torch is imported
     from hil.analysis.table import format_table
     from hil.pipeline import RunRequest, run_profile
 
     request = RunRequest(
         model=args.model,
-        board=board_from_args(args),
+        board=board,
         out_dir=args.out,
         iterations=args.iterations,
         warmup=args.warmup,
@@ -39,15 +61,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
         seed=args.seed,
         jitter=args.jitter,
     )
-    report = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
+    from hil.progress import for_stream
+
+    progress = for_stream(sys.stderr, quiet=args.quiet, durations=args.verbose)
     try:
-        result = run_profile(request, report=report)
+        result = run_profile(request, progress=progress)
     except HilError as exc:
         print(f"hil run: {exc}\n(artifacts kept in {args.out})", file=sys.stderr)
-        return 1
+        return exit_code_for(exc)
+    if args.json:
+        print(json.dumps({"artifacts": str(result.out_dir), "profile": result.profile}, indent=2))
+        return EXIT_OK
     print(format_table(result.profile))
     print(f"\nartifacts: {result.out_dir}")
-    return 0
+    return EXIT_OK
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
@@ -76,8 +103,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from hil.doctor import run_doctor
 
-    cfg = board_from_args(args) if (args.board or args.board_config) else None
-    return run_doctor(cfg)
+    cfg = board_from_args(args) if (args.board or args.board_config) else None  # the board file is checked first
+    return EXIT_OK if run_doctor(cfg, as_json=args.json) == 0 else EXIT_INFRA
 
 
 def _cmd_check_image(args: argparse.Namespace) -> int:
@@ -87,39 +114,49 @@ def _cmd_check_image(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hil", description="Profile ExecuTorch models on an RT700 board or in QEMU.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    from hil.manifest import package_version
+
+    parser = argparse.ArgumentParser(prog="hil", description="Profile ExecuTorch models on an RT700 board or in QEMU.",
+                                     epilog=EXIT_CODES_HELP)
+    parser.add_argument("--version", action="version", version=f"hil (et-hil) {package_version('et-hil') or 'unknown'}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", help="profile one model on one board and write its artifacts")
     _add_board_options(run, required=True)
-    run.add_argument("--model", required=True, help="built-in name (cifar10, ds_cnn, ...) or path/to/file.py:factory")
-    run.add_argument("--out", type=Path, required=True, help="folder for the run's artifacts")
-    run.add_argument("--iterations", type=int, default=5, help="inferences profiled (default 5)")
-    run.add_argument("--warmup", type=int, default=0, help="inferences run first and not counted")
-    run.add_argument("--timeout", type=float, default=None, help="seconds for the board run (default: board file)")
-    run.add_argument("--delegate", default=None, help="none, neutron-sim or neutron (default: board file)")
+    run.add_argument("--model", required=True, metavar="MODEL",
+                     help="built-in name (cifar10, ds_cnn, ...) or path/to/file.py:factory")
+    run.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for the run's artifacts")
+    run.add_argument("--iterations", type=int, default=5, metavar="N", help="inferences profiled (default 5)")
+    run.add_argument("--warmup", type=int, default=0, metavar="W", help="inferences run first and not counted")
+    run.add_argument("--timeout", type=float, default=None, metavar="S",
+                     help="seconds for the board run (default: board file)")
+    run.add_argument("--delegate", default=None, metavar="NAME", help="none, neutron-sim or neutron (default: board file)")
     run.add_argument("--no-delegate", action="store_true", help="keep a CPU-only program")
-    run.add_argument("--seed", type=int, default=0, help="seed of the simulated cost model")
-    run.add_argument("--jitter", type=float, default=None, help="relative run-to-run jitter of the simulation")
-    run.add_argument("-v", "--verbose", action="store_true", help="print each step and its duration")
+    run.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the simulated cost model")
+    run.add_argument("--jitter", type=float, default=None, metavar="F",
+                     help="relative run-to-run jitter of the simulation")
+    run.add_argument("-v", "--verbose", action="store_true", help="also print each step's duration as it ends")
+    run.add_argument("-q", "--quiet", action="store_true", help="print no step lines or progress bars")
+    run.add_argument("--json", action="store_true", help="print the profile as JSON instead of the table")
     run.set_defaults(func=_cmd_run)
 
     export = sub.add_parser("export", help="convert a model to model.pte + etrecord.bin (for a firmware build)")
-    export.add_argument("--model", required=True, help="built-in name or path/to/file.py:factory")
-    export.add_argument("--out", type=Path, required=True)
-    export.add_argument("--delegate", default="none", help="none, neutron-sim or neutron (default none)")
+    export.add_argument("--model", required=True, metavar="MODEL", help="built-in name or path/to/file.py:factory")
+    export.add_argument("--out", type=Path, required=True, metavar="DIR")
+    export.add_argument("--delegate", default="none", metavar="NAME", help="none, neutron-sim or neutron (default none)")
     export.set_defaults(func=_cmd_export)
 
     inspect = sub.add_parser("inspect", help="analyse an ETDump/ETRecord pair from anywhere")
-    inspect.add_argument("etdump", type=Path)
-    inspect.add_argument("--etrecord", type=Path, required=True)
-    inspect.add_argument("--board-config", type=Path, default=None)
-    inspect.add_argument("--clock-mhz", type=float, default=None)
+    inspect.add_argument("etdump", type=Path, metavar="ETDUMP")
+    inspect.add_argument("--etrecord", type=Path, required=True, metavar="FILE")
+    inspect.add_argument("--board-config", type=Path, default=None, metavar="FILE")
+    inspect.add_argument("--clock-mhz", type=float, default=None, metavar="MHZ")
     inspect.add_argument("--json", action="store_true", help="print profile JSON instead of the table")
     inspect.set_defaults(func=_cmd_inspect)
 
-    doctor = sub.add_parser("doctor", help="check this machine for what a board needs")
+    doctor = sub.add_parser("doctor", help="check this machine for what a board needs (the board file first)")
     _add_board_options(doctor, required=False)
+    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.set_defaults(func=_cmd_doctor)
 
     from hil.firmware.image_check import add_arguments as add_check_image_arguments
@@ -127,6 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
     check_image = sub.add_parser("check-image", help="check a firmware ELF before flashing it (exit 1: a check failed)")
     add_check_image_arguments(check_image)
     check_image.set_defaults(func=_cmd_check_image)
+
+    from hil.firmware import sources
+
+    firmware_sources = sub.add_parser("firmware-sources", help="copy the RT700 firmware sources out of the package")
+    sources.add_arguments(firmware_sources)
+    firmware_sources.set_defaults(func=sources.run)
 
     from hil.regress.commands import add_regression_commands
 
@@ -153,12 +196,16 @@ def main(argv: list[str] | None = None) -> int:
 
     _quiet_third_party()
     stop_children_on_sigterm()
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)  # argparse exits 2 on a usage error
+    if args.command is None:
+        parser.print_help()
+        return EXIT_OK
     try:
         return int(args.func(args))
     except HilError as exc:
         print(f"hil {args.command}: {exc}", file=sys.stderr)
-        return 1
+        return exit_code_for(exc)
     except KeyboardInterrupt:
         print(f"hil {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -1,19 +1,31 @@
 """Board files: settings as data (`boards/*.toml`), overridable from the command line.
 
 A board file is a TOML document with sections; `BoardConfig` gives typed access to the
-keys the harness uses and keeps the whole document for board-specific sections.
+keys the harness uses and keeps the whole document for board-specific sections. Every file is
+checked against hil.board_schema when it is read, and its relative paths are made absolute
+against the file's own folder, so a board file means the same thing from whatever folder the
+harness runs in.
+
+A board named on the command line is looked up in, first to last: each folder of
+`HIL_BOARDS_DIR` (os.pathsep-separated), the project's `boards/` folders (pytest's rootdir, then
+the current folder), and the board files that ship with et-hil.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hil.board_schema import path_keys, validate
 from hil.errors import BoardConfigError
 from hil.paths import BOARDS_DIR
+
+BOARDS_ENV = "HIL_BOARDS_DIR"
 
 
 @dataclass(frozen=True)
@@ -53,7 +65,8 @@ class BoardConfig:
 
     @property
     def clock_mhz(self) -> float:
-        return float(self.get("board.clock_mhz", 0) or 0)
+        """The core clock; required where ticks become microseconds (the schema refuses <= 0)."""
+        return float(self.require("board.clock_mhz"))
 
     @property
     def gdb(self) -> str:
@@ -78,7 +91,11 @@ class BoardConfig:
             ) from exc
 
     def with_overrides(self, overrides: dict[str, Any]) -> "BoardConfig":
-        """A copy with `section.key -> value` overrides applied; `None` values are ignored."""
+        """A copy with `section.key -> value` overrides applied; `None` values are ignored.
+
+        The result is checked like a board file; a relative path given on the command line is
+        taken from the current folder (where the user typed it), not the board file's.
+        """
         data = copy.deepcopy(self.data)
         for dotted, value in overrides.items():
             if value is None:
@@ -87,32 +104,68 @@ class BoardConfig:
             node = data
             for part in parents:
                 node = node.setdefault(part, {})
-            node[leaf] = value
+            node[leaf] = _absolute(value, Path.cwd()) if dotted in path_keys() else value
+        validate(data, f"board '{self.name}' ({self.source}) with command-line overrides")
         return BoardConfig(self.name, self.kind, self.source, data)
 
 
-def board_file_for(name: str) -> Path:
-    return BOARDS_DIR / f"{name}.toml"
+def _absolute(value: Any, base: Path) -> Any:
+    """A relative path string made absolute against `base`; "" (not set) and absolute paths stay."""
+    if not isinstance(value, str) or not value or Path(value).expanduser().is_absolute():
+        return value
+    return os.path.normpath(base / Path(value).expanduser())
 
 
-def load_board_config(name: str | None = None, path: Path | str | None = None) -> BoardConfig:
-    """Load a board by name (from `boards/NAME.toml`) or by file path; the file wins when both are given."""
+def board_dirs(project_dirs: Sequence[Path] = ()) -> list[Path]:
+    """Where board files are looked up by name, first match wins (see the module docstring)."""
+    env = [Path(p) for p in os.environ.get(BOARDS_ENV, "").split(os.pathsep) if p]
+    project = [Path(p) / "boards" for p in (*project_dirs, Path.cwd())]
+    found: list[Path] = []
+    for folder in (*env, *project, BOARDS_DIR):
+        if folder.is_dir() and folder.resolve() not in {f.resolve() for f in found}:
+            found.append(folder)
+    return found
+
+
+def board_file_for(name: str, project_dirs: Sequence[Path] = ()) -> Path | None:
+    """The board file for `name`, or None when no folder holds one."""
+    for folder in board_dirs(project_dirs):
+        if (folder / f"{name}.toml").is_file():
+            return folder / f"{name}.toml"
+    return None
+
+
+def known_boards(project_dirs: Sequence[Path] = ()) -> list[str]:
+    return sorted({p.stem for folder in board_dirs(project_dirs) for p in folder.glob("*.toml")})
+
+
+def load_board_config(
+    name: str | None = None, path: Path | str | None = None, *, project_dirs: Sequence[Path] = ()
+) -> BoardConfig:
+    """Load a board by name (see `board_dirs`) or by file path; the file wins when both are given."""
     if path is None:
         if not name:
             raise BoardConfigError("no board given: pass --board NAME or --board-config FILE")
-        path = board_file_for(name)
-        if not path.is_file():
-            known = sorted(p.stem for p in BOARDS_DIR.glob("*.toml"))
-            raise BoardConfigError(f"unknown board '{name}': no {path} (known boards: {', '.join(known) or 'none'})")
-    path = Path(path)
+        path = board_file_for(name, project_dirs)
+        if path is None:
+            searched = ", ".join(str(d) for d in board_dirs(project_dirs))
+            raise BoardConfigError(
+                f"unknown board '{name}': no {name}.toml in {searched} (known boards: "
+                f"{', '.join(known_boards(project_dirs)) or 'none'}; or set {BOARDS_ENV}, or pass --board-config FILE)"
+            )
+    path = Path(path).expanduser().resolve()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, IsADirectoryError) as exc:
         raise BoardConfigError(f"board file not found: {path}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise BoardConfigError(f"board file {path} is not valid TOML: {exc}") from exc
-    board = data.get("board", {})
-    kind = board.get("kind")
-    if not kind:
-        raise BoardConfigError(f"board file {path}: [board] needs a 'kind' (qemu, rt700 or host)")
-    return BoardConfig(name=board.get("name", name or path.stem), kind=kind, source=path, data=data)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BoardConfigError(f"board file {path} cannot be read: {exc}") from exc
+    validate(data, f"board file {path}")
+    for dotted in path_keys():
+        section, key = dotted.split(".")
+        if key in data.get(section, {}):
+            data[section][key] = _absolute(data[section][key], path.parent)
+    board = data["board"]
+    return BoardConfig(name=board.get("name", name or path.stem), kind=board["kind"], source=path, data=data)

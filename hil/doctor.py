@@ -9,7 +9,9 @@ missing piece.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -65,7 +67,7 @@ def _tool(name: str, executable: str, fix: str, extra_dirs: list[Path] = ()) -> 
 
 def check_gdb(cfg: BoardConfig | None) -> Check:
     gdb = cfg.gdb if cfg else "gdb-multiarch"
-    return _tool("GDB", gdb, "apt-get install gdb-multiarch (or set [debug].gdb / --gdb)")
+    return _tool("GDB", gdb, "apt-get install gdb-multiarch (or set [debug].gdb / --hil-gdb)")
 
 
 def check_pyocd(_cfg: BoardConfig | None) -> Check:
@@ -90,7 +92,7 @@ def check_target(cfg: BoardConfig) -> Check:
 
     target = str(cfg.get("pyocd.target", ""))
     name = f"pyOCD target {target or '(none)'}"
-    fix = f"pyocd pack install {target}  (needs the network), or set [pyocd].pack / --pack PATH.pack ({README_LAB})"
+    fix = f"pyocd pack install {target}  (needs the network), or set [pyocd].pack / --hil-pack PATH.pack ({README_LAB})"
     try:
         settings = ProbeSettings.from_config(cfg)
         where = target_support(settings.target, settings.pack)
@@ -109,7 +111,7 @@ def check_probes(cfg: BoardConfig | None) -> Check:
         return Check("debug probes", False, "none connected", required=False)
     wanted = str(cfg.get("pyocd.probe_id", "") or "") if cfg else ""
     listing = ", ".join(str(p) for p in probes)
-    fix = f"connect the EVK's MCU-Link USB port; pick one with [pyocd].probe_id or --probe ({README_LAB})"
+    fix = f"connect the EVK's MCU-Link USB port; pick one with [pyocd].probe_id or --hil-probe ({README_LAB})"
     if not probes:
         return Check("debug probes", False, "none connected (pyOCD sees no CMSIS-DAP/J-Link/ST-Link probe)", fix)
     if wanted and not any(p.unique_id.lower() == wanted.lower() for p in probes):
@@ -129,10 +131,10 @@ def check_serial(cfg: BoardConfig) -> Check:
     if url and not url.startswith("hwgrep://"):
         ok = "://" in url or Path(url).exists()
         return Check(f"serial port {url}", ok, "configured" + (f"; MCU-Link ports: {found}" if found else ""),
-                     "check [serial].url / --port")
+                     "check [serial].url / --hil-port")
     if not ports:
         return Check(name, False, "no serial port with that USB VID:PID",
-                     f"connect the MCU-Link; or set [serial].url / --port ({README_LAB})")
+                     f"connect the MCU-Link; or set [serial].url / --hil-port ({README_LAB})")
     return Check(name, True, found)
 
 
@@ -223,21 +225,34 @@ def _run_all(checks: list[tuple[str, Callable[[], Check]]], budget: float) -> li
             for (name, _), r in zip(checks, results)]
 
 
-def run_doctor(cfg: BoardConfig | None, *, out: TextIO = sys.stdout) -> int:
-    """Print the checks for `cfg` (or the board-independent ones for None); 0 when nothing required is missing."""
+def run_doctor(cfg: BoardConfig | None, *, out: TextIO = sys.stdout, as_json: bool = False) -> int:
+    """Print the checks for `cfg` (or the board-independent ones for None); 0 when nothing required is missing.
+
+    The board file itself was checked against its schema when it was read, before any check here.
+    `as_json` prints one JSON document (board, ok, seconds, checks) instead of the lines.
+    """
     start = time.monotonic()
     board = f"board '{cfg.name}' ({cfg.source})" if cfg else "no board (general checks)"
-    print(f"hil doctor: {board}", file=out)
+    if not as_json:
+        print(f"hil doctor: {board}", file=out)
+        if cfg is not None:
+            print(f"  {'ok':<8} board file: {cfg.source} (schema checked)", file=out)
     results = _run_all([("pyOCD", lambda: check_pyocd(cfg))], TOTAL_TIMEOUT_S)
     if results[0].ok:
         checks = _checks_for(cfg)
     else:  # without pyOCD the probe and target checks can only repeat the import error
         checks = [c for c in _checks_for(cfg) if c[0] not in ("pyOCD target", "debug probes")]
     results += _run_all(checks, TOTAL_TIMEOUT_S - (time.monotonic() - start))
-    for check in results:
-        print(check.line(), file=out)
     missing = [c.name for c in results if not c.ok and c.required]
     took = time.monotonic() - start
+    if as_json:
+        doc = {"board": cfg.name if cfg else None, "board_file": str(cfg.source) if cfg else None,
+               "ok": not missing, "seconds": round(took, 2), "missing": missing,
+               "checks": [dataclasses.asdict(c) for c in results]}
+        print(json.dumps(doc, indent=2), file=out)
+        return 1 if missing else 0
+    for check in results:
+        print(check.line(), file=out)
     if missing:
         print(f"hil doctor: MISSING {', '.join(missing)} ({took:.1f} s)", file=out)
         return 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import os
 import platform
 import subprocess
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hil import atomic
-from hil.paths import REPO_ROOT
+from hil.paths import REPO_ROOT, in_checkout
 
 MANIFEST_NAME = "manifest.json"
 
@@ -31,15 +32,43 @@ def package_version(name: str) -> str | None:
         return None
 
 
-def git_commit(repo: Path = REPO_ROOT) -> str | None:
-    """The harness's own commit, so a result can be traced to the code that produced it."""
+# CI systems that check out a commit without (or with a detached) git repository still say which one.
+CI_COMMIT_VARIABLES = ("GITHUB_SHA", "CI_COMMIT_SHA", "BUILDKITE_COMMIT", "BITBUCKET_COMMIT", "GIT_COMMIT",
+                       "TRAVIS_COMMIT", "CIRCLE_SHA1")
+
+
+def _git(folder: Path, *args: str) -> str | None:
     try:
-        out = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
-        )
+        out = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=5, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout.strip() or None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_commit(repo: Path = REPO_ROOT) -> str | None:
+    """The harness's own commit, so a result can be traced to the code that produced it.
+
+    Only from a checkout of et-hil: an installed wheel has no commit of its own, and asking git in
+    site-packages would answer with whatever repository the virtualenv happens to sit in.
+    """
+    if repo == REPO_ROOT and not in_checkout():
+        return None
+    return _git(repo, "rev-parse", "HEAD") or None
+
+
+def project_commit(folder: Path | None = None) -> dict[str, Any] | None:
+    """The user's project commit: the git repository around `folder` (default: the current folder),
+    else the CI's commit variable; None when neither says."""
+    folder = Path.cwd() if folder is None else Path(folder)
+    commit = _git(folder, "rev-parse", "HEAD")
+    if commit:
+        status = _git(folder, "status", "--porcelain", "--untracked-files=no")
+        return {"commit": commit, "source": f"git {_git(folder, 'rev-parse', '--show-toplevel')}",
+                "dirty": bool(status)}
+    for name in CI_COMMIT_VARIABLES:
+        if os.environ.get(name):
+            return {"commit": os.environ[name], "source": name, "dirty": None}
+    return None
 
 
 def versions() -> dict[str, str | None]:
@@ -63,7 +92,8 @@ def write_manifest(folder: Path, provenance: dict[str, Any]) -> dict[str, Any]:
     manifest = {
         "schema": "et-hil/manifest/1",
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "git_commit": git_commit(),
+        "git_commit": git_commit(),  # et-hil's own commit (None when installed from a wheel)
+        "project_commit": project_commit(),  # the commit of the project that ran et-hil
         "versions": versions(),
         **provenance,
         "files": describe_files(folder),

@@ -1,23 +1,43 @@
-"""Board-file overrides shared by the CLI and the pytest plugin: one table, two front ends."""
+"""Board-file overrides shared by the CLI and the pytest plugin: one table, two front ends.
+
+Each override has a short name (`probe`). The pytest plugin registers only the prefixed flag
+(`--hil-probe`): a pytest session also loads other plugins (pytest-embedded registers `--port` and
+`--target`, labgrid `--lg-*`), and argparse aborts the whole session on a clash. The `hil` command
+owns its own parser, so it accepts both `--probe` and `--hil-probe`: the spelling from a pytest
+command line works there too.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable
 
+PREFIX = "hil-"
+
 
 @dataclass(frozen=True)
 class Override:
     """A command-line flag that replaces one `section.key` of the board file."""
 
-    flag: str
+    name: str
     key: str
     type: Callable[[str], Any]
+    metavar: str
     help: str
 
     @property
     def dest(self) -> str:
-        return "hil_" + self.flag.lstrip("-").replace("-", "_")
+        return "hil_" + self.name.replace("-", "_")
+
+    @property
+    def flag(self) -> str:
+        """The prefixed flag, the only one a pytest plugin may register."""
+        return f"--{PREFIX}{self.name}"
+
+    @property
+    def short_flag(self) -> str:
+        """The CLI's short spelling (`--probe`)."""
+        return f"--{self.name}"
 
 
 def _int_auto(text: str) -> int:
@@ -25,17 +45,17 @@ def _int_auto(text: str) -> int:
 
 
 OVERRIDES: tuple[Override, ...] = (
-    Override("--clock-mhz", "board.clock_mhz", float, "core clock in MHz (ticks -> us)"),
-    Override("--gdb", "debug.gdb", str, "GDB executable (gdb-multiarch)"),
-    Override("--breakpoint", "debug.breakpoint", str, "where the ETDump is ready: FUNCTION or file.c:LINE"),
-    Override("--result-expr", "debug.result_expr", str, "expression holding the ETDump result (.buf, .size)"),
-    Override("--probe", "pyocd.probe_id", str, "pyOCD probe unique id (RT700)"),
-    Override("--target", "pyocd.target", str, "pyOCD target name (RT700)"),
-    Override("--pack", "pyocd.pack", str, "path to the NXP device pack (.pack) for pyOCD"),
-    Override("--swd-frequency", "pyocd.frequency_hz", _int_auto, "SWD clock in Hz"),
-    Override("--port", "serial.url", str, "serial console: /dev/ttyACM0, hwgrep://VID:PID or rfc2217://host:port"),
-    Override("--baudrate", "serial.baudrate", int, "serial console baud rate"),
-    Override("--elf", "firmware.elf", str, "firmware ELF to flash (RT700)"),
+    Override("clock-mhz", "board.clock_mhz", float, "MHZ", "core clock in MHz (ticks -> us)"),
+    Override("gdb", "debug.gdb", str, "EXE", "GDB executable (gdb-multiarch)"),
+    Override("breakpoint", "debug.breakpoint", str, "WHERE", "where the ETDump is ready: FUNCTION or file.c:LINE"),
+    Override("result-expr", "debug.result_expr", str, "EXPR", "expression holding the ETDump result (.buf, .size)"),
+    Override("probe", "pyocd.probe_id", str, "ID", "pyOCD probe unique id (RT700)"),
+    Override("target", "pyocd.target", str, "NAME", "pyOCD target name (RT700)"),
+    Override("pack", "pyocd.pack", str, "PACK", "path to the NXP device pack (.pack) for pyOCD"),
+    Override("swd-frequency", "pyocd.frequency_hz", _int_auto, "HZ", "SWD clock in Hz"),
+    Override("port", "serial.url", str, "URL", "serial console: /dev/ttyACM0, hwgrep://VID:PID or rfc2217://host:port"),
+    Override("baudrate", "serial.baudrate", int, "BAUD", "serial console baud rate"),
+    Override("elf", "firmware.elf", str, "ELF", "firmware ELF to flash (RT700)"),
 )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from hil import atomic
 from hil.analysis.console import parse_console
 from hil.analysis.profile import TimeScale, build_profile
-from hil.aot.export import CompiledModel, export_model
+from hil.aot.export import CompiledModel, export_model, is_cached
 from hil.boards import open_board
 from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
@@ -24,6 +24,7 @@ from hil.errors import BoardConfigError, HilError
 from hil.firmware.elf_model import check_image_carries
 from hil.manifest import sha256_file, write_manifest
 from hil.regress.stats import drop_warmup
+from hil.progress import Progress
 from hil.steps import StepTimer
 
 DEFAULT_ITERATIONS = 5
@@ -96,36 +97,51 @@ def _prepare_image(
         from hil.firmware.qemu_image import build_qemu_image
 
         jitter = request.jitter if request.jitter is not None else float(cfg.get("simulation.jitter", 0.0))
-        with timer.step("simulate_etdump"):
+        with timer.step("simulate_etdump", f"simulate the ETDump of {compiled.name} ({plan.runs} runs)"):
             buffer = simulated_buffer(
                 compiled, iterations=plan.runs, clock_mhz=cfg.clock_mhz, seed=request.seed, jitter=jitter
             )
-        with timer.step("build_image"):
+        with timer.step("build_image", "build the QEMU replay image"):
             image = build_qemu_image(buffer.etdump, buffer.console_lines, runs=plan.runs, **request.image_options)
         return image, buffer.time_scale, buffer.simulation
     if cfg.kind == "rt700":
         # `{model}` and `{delegate}` let one board file serve a suite with an image per program.
+        # A relative path was made absolute against the board file's folder when the file was read.
         elf = Path(str(cfg.require("firmware.elf")).format(model=compiled.name, delegate=delegate))
-        if not elf.is_absolute() and cfg.source is not None:
-            elf = (cfg.source.parent.parent / elf).resolve()
         if not elf.is_file():
             raise BoardConfigError(
                 f"board '{cfg.name}': firmware image {elf} not found; build it with "
                 f"`make firmware BOARD=rt700 MODEL={request.out_dir / 'model.pte'} RT700_BUILD={elf.parent}`"
-                " or pass --elf"
+                " or pass --hil-elf"
             )
         check_image_carries(elf, request.out_dir / "model.pte", board=cfg.name)
         return elf, TimeScale.core_cycles(cfg.clock_mhz), None
     raise BoardConfigError(f"board '{cfg.name}' ({cfg.source}): unknown kind '{cfg.kind}'")
 
 
-def run_profile(request: RunRequest, report: Callable[[str], None] | None = None) -> RunResult:
-    """Profile one model on one board; artifacts land in `request.out_dir` even when a step fails."""
+def _import_frameworks(timer: StepTimer) -> None:
+    """torch and executorch take seconds to import (more on a cold disk): their own step, not hidden in another."""
+    import sys
+
+    if "executorch.devtools" in sys.modules:
+        return
+    with timer.step("import", "import torch, executorch"):
+        import executorch.devtools  # noqa: F401  (the Inspector; pulls in torch and executorch.exir)
+        import executorch.exir  # noqa: F401
+
+
+def run_profile(
+    request: RunRequest, report: Callable[[str], None] | None = None, progress: Progress | None = None
+) -> RunResult:
+    """Profile one model on one board; artifacts land in `request.out_dir` even when a step fails.
+
+    `progress` hears of each step as it starts (hil.progress); `report` gets one line per finished step.
+    """
     out = Path(request.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name in RUN_FILES:
         (out / name).unlink(missing_ok=True)
-    timer = StepTimer(report)
+    timer = StepTimer(report, progress)
     provenance: dict[str, Any] = {
         "model": request.model,
         "board": request.board.name,
@@ -138,7 +154,9 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
     try:
         plan = RunPlan(request.iterations, request.warmup)  # a bad count fails here, before any work
         delegate = choose_delegate(request, report)
-        with timer.step("aot"):
+        _import_frameworks(timer)
+        hit = is_cached(request.model, delegate=delegate)
+        with timer.step("aot", f"export {request.model} ({'cached' if hit else 'cache miss'}, delegate {delegate})"):
             compiled = export_model(request.model, delegate=delegate)
         provenance.update(aot_cache_key=compiled.cache_key, aot_cached=compiled.cached, delegate=delegate)
         shutil.copyfile(compiled.pte_path, out / "model.pte")
@@ -152,7 +170,7 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
             atomic.write_json(out / "simulation.json", simulation)
         capture = _run_on_board(request, image, plan, timer)
         console = parse_console(capture.console)
-        with timer.step("analyse"):
+        with timer.step("analyse", "analyse the ETDump with the ETRecord"):
             profile = build_profile(
                 out / "trace.etdump",
                 out / "etrecord.bin",
@@ -188,9 +206,9 @@ def _run_on_board(request: RunRequest, image: Path, plan: RunPlan, timer: StepTi
     timeout = request.timeout_s or float(cfg.get("debug.timeout_s", 120))
     board = open_board(cfg, request.out_dir)
     try:
-        with timer.step("flash"):
-            board.flash(image)
-        with timer.step("run"):
+        with timer.step("flash", f"flash {image.name} to {cfg.name}") as advance:
+            board.flash(image, progress=advance)
+        with timer.step("run", f"run {plan.describe()} and read out the ETDump"):
             capture = board.run(timeout, plan)
     finally:
         board.close()

@@ -5,32 +5,47 @@
     def test_cifar10(hil_profile):
         run = hil_profile("cifar10")
         assert run.profile["totals_us"]["method_execute"] > 0
+
+Fixtures: `hil_profile` (profile a model), `hil_board` (the connected board, for your own firmware),
+`hil_board_config` (the board file), `hil_artifacts_dir` (this test's folder); the regression side
+adds `hil_budget` and the `hil_budget` marker (hil.regress.pytest_regress).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from hil.config import BoardConfig, load_board_config
 from hil.options import OVERRIDES, overrides_from
+from hil.progress import Lines, Progress
+
+if TYPE_CHECKING:  # imported when the fixture is used: it pulls in the board classes
+    from hil.board_session import BoardSession
 
 DEFAULT_ARTIFACTS = Path("hil-artifacts")
+# The run folders a test made, read by the regression hooks (hil.regress.pytest_regress).
+RUN_FOLDERS = pytest.StashKey[list[Path]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hil", "et-hil hardware-in-the-loop profiling")
-    group.addoption("--board", default="qemu", help="board to profile on (boards/NAME.toml); default qemu")
-    group.addoption("--board-config", type=Path, default=None, help="board file; wins over --board")
-    group.addoption("--hil-artifacts", type=Path, default=DEFAULT_ARTIFACTS, help="root folder for run artifacts")
-    group.addoption("--hil-iterations", type=int, default=5, help="inferences profiled per run")
-    group.addoption("--hil-timeout", type=float, default=None, help="seconds allowed per board run")
+    # `--board` is the product's own word (`pytest --board rt700`); every other option carries the
+    # `--hil-` prefix so the plugin can share a session with pytest-embedded, labgrid and the like.
+    group.addoption("--board", default="qemu", metavar="NAME", help="board to profile on (boards/NAME.toml); default qemu")
+    group.addoption("--hil-board-config", dest="board_config", type=Path, default=None, metavar="FILE",
+                    help="board file; wins over --board")
+    group.addoption("--hil-artifacts", type=Path, default=DEFAULT_ARTIFACTS, metavar="DIR",
+                    help="root folder for run artifacts")
+    group.addoption("--hil-iterations", type=int, default=5, metavar="N", help="inferences profiled per run")
+    group.addoption("--hil-timeout", type=float, default=None, metavar="S", help="seconds allowed per board run")
     for opt in OVERRIDES:
-        group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, help=opt.help)
+        group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar, help=opt.help)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -41,9 +56,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def hil_board(pytestconfig: pytest.Config) -> BoardConfig:
-    """The board chosen on the command line, with its overrides applied."""
-    cfg = load_board_config(pytestconfig.getoption("board"), pytestconfig.getoption("board_config"))
+def hil_board_config(pytestconfig: pytest.Config) -> BoardConfig:
+    """The board file chosen on the command line (`--board`, `--hil-board-config`), with its overrides applied."""
+    cfg = load_board_config(pytestconfig.getoption("board"), pytestconfig.getoption("board_config"),
+                            project_dirs=[pytestconfig.rootpath])
     return cfg.with_overrides(overrides_from(vars(pytestconfig.option)))
 
 
@@ -61,8 +77,38 @@ def hil_artifacts_dir(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture
+def hil_board(hil_board_config: BoardConfig, hil_artifacts_dir: Path) -> Iterator[BoardSession]:
+    """The connected board, for a test that brings its own firmware: `flash(elf)`, `console.expect(pattern,
+    timeout)`, `configure(iterations, warmup)`, `run_to(breakpoint)`, `read_etdump(result_expr)`,
+    `profile(etrecord)` (hil.board_session). Its files land in the test's artifacts folder, under board/;
+    everything it started is stopped when the test ends."""
+    from hil.board_session import BoardSession
+
+    session = BoardSession(hil_board_config, hil_artifacts_dir / "board")
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+def _progress(config: pytest.Config) -> Progress | None:
+    """With `-v`, each step of a run as it starts and ends, through pytest's terminal reporter."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or config.get_verbosity() < 1:
+        return None
+    capture = config.pluginmanager.get_plugin("capturemanager")
+
+    def write(line: str) -> None:
+        # The test's output is being captured; like pytest's live logging, step lines go past it.
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            reporter.write_line(f"    {line}")
+
+    return Lines(write, durations=True)
+
+
+@pytest.fixture
 def hil_profile(
-    request: pytest.FixtureRequest, hil_board: BoardConfig, hil_artifacts_dir: Path
+    request: pytest.FixtureRequest, hil_board_config: BoardConfig, hil_artifacts_dir: Path
 ) -> Callable[..., Any]:
     """Factory: `hil_profile(model, **options)` profiles `model` on the chosen board and returns a RunResult."""
     from hil.pipeline import RunRequest, run_profile
@@ -74,10 +120,10 @@ def hil_profile(
         options.setdefault("iterations", config.getoption("hil_iterations"))
         options.setdefault("timeout_s", config.getoption("hil_timeout"))
         options.setdefault("warmup", config.getoption("hil_warmup"))
-        board = options.pop("board", hil_board)
+        board = options.pop("board", hil_board_config)
         try:
-            return run_profile(RunRequest(model=model, board=board, out_dir=out, **options))
+            return run_profile(RunRequest(model=model, board=board, out_dir=out, **options), progress=_progress(config))
         finally:  # failed runs are reported (history, JUnit) too
-            request.node.user_properties.append(("hil_artifacts", str(out)))
+            request.node.stash.setdefault(RUN_FOLDERS, []).append(out)
 
     return profile

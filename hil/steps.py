@@ -1,4 +1,8 @@
-"""Timed steps: every stage of a run is logged with its duration, like labgrid's step log."""
+"""Timed steps: every stage of a run is logged with its duration, like labgrid's step log.
+
+Each step is announced to a `hil.progress.Progress` as it starts (so a slow one never looks like
+a hang) and timed into `seconds`, which the run keeps in profile.json and manifest.json.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +10,29 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from hil.progress import Progress
+
 
 class StepTimer:
-    """Collects `name -> seconds` for each stage and reports each one as it ends."""
+    """Collects `name -> seconds` for each stage; reports each as it starts and ends."""
 
-    def __init__(self, report: Callable[[str], None] | None = None) -> None:
+    def __init__(self, report: Callable[[str], None] | None = None, progress: Progress | None = None) -> None:
         self.seconds: dict[str, float] = {}
         self._report = report
+        self.progress = progress or Progress()
 
     @contextmanager
-    def step(self, name: str) -> Iterator[None]:
+    def step(self, name: str, detail: str = "") -> Iterator[Callable[[float], None]]:
+        """Time one step; the yielded callable takes the step's fraction done (0..1), when it knows one."""
         start = time.monotonic()
+        self.progress.start(name, detail)
+        ok = False
         try:
-            yield
+            yield self.progress.advance
+            ok = True
         finally:
             elapsed = time.monotonic() - start
             self.seconds[name] = round(self.seconds.get(name, 0.0) + elapsed, 4)
+            self.progress.finish(name, elapsed, ok)
             if self._report:
                 self._report(f"[hil] {name}: {elapsed:.2f} s")

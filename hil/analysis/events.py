@@ -1,7 +1,7 @@
 """What each Inspector event is (method, CPU operator, delegate call, NPU kernel, profiling dump).
 
 The Inspector gives names and op types but no notion of "this ran on the NPU". The Neutron
-runtime (NeutronBackend.cpp, FACTS.md section 4) posts one delegate event per Neutron kernel,
+runtime (executorch's backends/nxp/runtime/NeutronBackend.cpp) posts one delegate event per Neutron kernel,
 named by its index ("0", "1", ...), plus a last one covering the profiling dump; each carries
 one byte of metadata: 0 = profiling dump, n = kernel function code n. A 2-byte SDK-version
 form (major<<8 | minor<<4 | patch) is proposed upstream for the last event. Metadata from a

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from hil.atomic import make_public_dir
 from hil.manifest import package_version
 
 
@@ -75,7 +76,8 @@ def staged_dir(final: Path) -> Iterator[Path]:
     """
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    # mkdtemp makes it 0700; the published entry must be readable by whoever shares the cache.
+    staging = make_public_dir(Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent)))
     try:
         yield staging
         publish_dir(staging, final)

@@ -1,7 +1,8 @@
 """CifarNet: the model NXP's RT700 ExecuTorch example runs, rebuilt from its layer list.
 
 NXP's own module imports torchvision and ships no weights, and nothing can be fetched at run time,
-so this is an independent module with the same layers (FACTS.md section 3) and seeded random
+so this is an independent module with the same layers (the CifarNet of NXP's eIQ ExecuTorch example:
+three 5x5 convolutions with padding 2 and max pooling, then linear and softmax) and seeded random
 weights. It keeps NXP's layer list exactly, which has *no* activation after the convolutions, so the
 operator mix (pad, conv, max_pool, linear, softmax) matches what the Neutron example profiles.
 """

@@ -171,13 +171,24 @@ def export_model(
     `options` are handed to the delegate's lowering (e.g. {"quantize": True}) and are part of the key.
     """
     name, key = cache_key(spec, delegate=delegate, options=options)
-    folder = Path(cache or paths.cache_dir()) / "models" / f"{name}-{key[:16]}"
+    folder = _entry_folder(name, key, cache)
     hit = _read_entry(folder, key)
     if hit is not None:
         return hit
     with staged_dir(folder) as staging:
         meta = _export_into(staging, spec, delegate, dict(options or {}), key)
     return _entry(folder, meta, cached=False)
+
+
+def _entry_folder(name: str, key: str, cache: Path | None) -> Path:
+    return Path(cache or paths.cache_dir()) / "models" / f"{name}-{key[:16]}"
+
+
+def is_cached(spec: str, *, delegate: str = "none", options: Mapping[str, Any] | None = None,
+              cache: Path | None = None) -> bool:
+    """Whether export_model would be a cache hit: decided without torch, to say "cache miss" before a slow export."""
+    name, key = cache_key(spec, delegate=delegate, options=options)
+    return (_entry_folder(name, key, cache) / META_NAME).is_file()
 
 
 def load_inputs(compiled: CompiledModel) -> tuple["torch.Tensor", ...]:

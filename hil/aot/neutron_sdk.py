@@ -2,7 +2,7 @@
 
 Why it is small and guarded: it needs ``eiq_neutron_sdk`` (``eiq-neutron-sdk==3.2.0``, served only by
 NXP's eIQ package index), without which every ``executorch.backends.nxp`` import raises
-``RuntimeError: eIQ Neutron SDK not found`` (FACTS.md section 4).  Nothing here imports those modules
+``RuntimeError: eIQ Neutron SDK not found`` (raised by executorch 1.5.1's nxp backend at import).  Nothing here imports those modules
 at module load, so the harness runs without the SDK and says why the real path is off.
 
 ``parse_neutron_map`` needs no SDK: it reads the ``Neutron to Edge map was created: {...}`` line the

@@ -1,6 +1,6 @@
 """A *simulated* eIQ Neutron delegate: a partitioner and a Python backend for CI without the NXP SDK.
 
-Why: the real Neutron backend needs ``eiq_neutron_sdk`` (not on PyPI, FACTS.md section 4).  To exercise
+Why: the real Neutron backend needs ``eiq_neutron_sdk`` (not on PyPI: only NXP's eIQ package index serves it).  To exercise
 the whole profiling road -- partly delegated programs, a kernel-index -> debug-handle map in the
 ETRecord, Neutron delegate events in the ETDump -- we delegate the same kinds of operators the NPU
 runs and record the same kind of map.  The backend is called ``NeutronSimBackend`` (not

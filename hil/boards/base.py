@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -32,8 +33,10 @@ class Board(Protocol):
 
     name: str
 
-    def flash(self, image: Path) -> None:
-        """Put `image` (an ELF) on the target; the target stays halted afterwards."""
+    def flash(self, image: Path, progress: Callable[[float], None] | None = None) -> None:
+        """Put `image` (an ELF) on the target; the target stays halted afterwards.
+
+        `progress`, when given, hears the fraction written (0..1) where the board can tell."""
 
     def run(self, timeout: float, plan: RunPlan) -> RunCapture:
         """Reset, hand the target `plan` (the run-configuration handshake), run to the breakpoint,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hil.boards.base import RunCapture, RunPlan
@@ -51,8 +51,10 @@ class QemuBoard:
 
     # -- the Board protocol ----------------------------------------------------------------
 
-    def flash(self, image: Path) -> None:
-        """Start QEMU halted, attach the console and GDB, and download `image`; the CPU stays halted."""
+    def flash(self, image: Path, progress: Callable[[float], None] | None = None) -> None:
+        """Start QEMU halted, attach the console and GDB, and download `image`; the CPU stays halted.
+
+        GDB's download into QEMU takes well under a second, so `progress` only hears "done"."""
         image = Path(image)
         if not image.is_file():
             raise TargetError(f"board '{self.name}': image not found: {image}")
@@ -78,10 +80,20 @@ class QemuBoard:
                 self._wait_serial_attached()
             with self._step("flash"):
                 self._gdb.download()
+            if progress is not None:
+                progress(1.0)
             self.image = image
         except BaseException:
             self.close()
             raise
+
+    def attach(self) -> tuple[GdbMiSession, SerialReader]:
+        """The debugger and console of the flashed target, reset and halted: for callers that drive
+        the target step by step (the `hil_board` fixture) instead of through `run()`."""
+        if self._gdb is None or self._serial is None or self.image is None:
+            raise TargetError(f"board '{self.name}': attach() before flash()")
+        self._gdb.reset(str(self.cfg.get("qemu.reset_monitor", "system_reset")))
+        return self._gdb, self._serial
 
     def run(self, timeout: float, plan: RunPlan) -> RunCapture:
         """Reset, configure `plan`, run to the breakpoint, dump the ETDump, let the image finish; all within `timeout` s."""

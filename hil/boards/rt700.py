@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from hil.boards.base import RunCapture, RunPlan
@@ -29,10 +30,10 @@ from hil.road.serial_reader import SerialReader
 
 LOG = logging.getLogger(__name__)
 
-# Command-line option (without "--") -> the board-file key it overrides. The table itself lives
+# Override name (`--hil-NAME` in pytest, `--NAME` in the CLI) -> the board-file key it overrides. The table itself lives
 # once in hil/options.py (shared by the CLI and the pytest plugin); this is its RT700 view, e.g.
 # probe -> pyocd.probe_id, port -> serial.url, target, pack, gdb, breakpoint, result_expr, elf.
-RT700_OVERRIDES: dict[str, str] = {opt.flag.lstrip("-").replace("-", "_"): opt.key for opt in OVERRIDES}
+RT700_OVERRIDES: dict[str, str] = {opt.name.replace("-", "_"): opt.key for opt in OVERRIDES}
 
 MCULINK_HWGREP = "hwgrep://1FC9:0143"
 DONE_LINE = "Program complete, exiting."
@@ -106,12 +107,14 @@ class Rt700Board:
 
     # -- Board protocol --------------------------------------------------------------------
 
-    def flash(self, image: Path) -> None:
-        """Lock, open the console, then program `image` and leave the core halted at reset."""
+    def flash(self, image: Path, progress: Callable[[float], None] | None = None) -> None:
+        """Lock, open the console, then program `image` and leave the core halted at reset.
+
+        `progress` is handed to pyOCD's FileProgrammer, which reports the fraction programmed."""
         self._take_probe()
         self._open_serial()
         try:
-            report = flash_image(self.cfg, Path(image))
+            report = flash_image(self.cfg, Path(image), progress=progress)
         except HilError as exc:
             self.flash_report = getattr(exc, "flash_report", None)
             raise
@@ -121,6 +124,31 @@ class Rt700Board:
             self.notes.append(f"flash needed {report.attempts} attempts: {'; '.join(report.errors)}")
         self.image = Path(image)
 
+    def attach(self) -> tuple[GdbMiSession, SerialReader]:
+        """Start `pyocd gdbserver`, connect GDB and reset-halt the flashed target; returns GDB and the console.
+
+        `run()` starts with it; the `hil_board` fixture calls it to drive the target step by step."""
+        if self.image is None or self._serial is None:
+            raise TargetError(f"board '{self.cfg.name}': attach() before flash(): nothing is on the target")
+        self._close_parts("_gdb", "_gdbserver")
+        start = time.monotonic()
+        self._gdbserver = PyocdGdbServer(
+            probe_id=str(self.probe_id),
+            target=self.settings.target,
+            pack=self.settings.pack,
+            frequency_hz=self.settings.frequency_hz,
+            log_path=self.workdir / "gdbserver.log",
+        ).start(timeout=float(self.cfg.get("pyocd.gdbserver_timeout_s", 30)))
+        self._timed("start_gdbserver", start)
+
+        start = time.monotonic()
+        self._gdb = GdbMiSession(self.cfg.gdb, self.image, self.workdir / "gdb-mi.log", name=f"{self.name} gdb")
+        self._gdb.connect("127.0.0.1", self._gdbserver.port, timeout=self.settings.connect_timeout_s)
+        # pyOCD's monitor command; the halt keeps the firmware still until the breakpoint is set.
+        self._gdb.reset(monitor="reset halt")
+        self._timed("connect_gdb", start)
+        return self._gdb, self._serial
+
     def run(self, timeout: float, plan: RunPlan) -> RunCapture:
         """Reset under GDB, configure `plan`, run to the ETDump-ready breakpoint, dump the ETDump, let the firmware finish."""
         if self.image is None or self._serial is None:
@@ -128,22 +156,8 @@ class Rt700Board:
         deadline = time.monotonic() + timeout
         serial = self._serial
         try:
-            start = time.monotonic()
-            self._gdbserver = PyocdGdbServer(
-                probe_id=str(self.probe_id),
-                target=self.settings.target,
-                pack=self.settings.pack,
-                frequency_hz=self.settings.frequency_hz,
-                log_path=self.workdir / "gdbserver.log",
-            ).start(timeout=float(self.cfg.get("pyocd.gdbserver_timeout_s", 30)))
-            self._timed("start_gdbserver", start)
-
-            start = time.monotonic()
-            self._gdb = GdbMiSession(self.cfg.gdb, self.image, self.workdir / "gdb-mi.log", name=f"{self.name} gdb")
-            self._gdb.connect("127.0.0.1", self._gdbserver.port, timeout=self.settings.connect_timeout_s)
-            # pyOCD's monitor command; the halt keeps the firmware still until the breakpoint is set.
-            self._gdb.reset(monitor="reset halt")
-            self._timed("connect_gdb", start)
+            self.attach()
+            assert self._gdb is not None
 
             ctx = RunContext(self.cfg.name, self.cfg.breakpoint, serial, self._gdb.transcript_path, self.image)
             start = time.monotonic()

@@ -5,7 +5,8 @@ path (records -> events -> Inspector -> profile.json) must carry plausible, *rep
 whose every value can be recomputed from this file.  The constants are assumptions, not measurements:
 they give the right orders of magnitude (an NPU kernel is tens of times faster than the same layer on
 the Cortex-M33; a softmax on the CPU is slow per element) and nothing more.  Everything is in cycles of
-the one board clock (the RT700 runs core and NPU at the same frequency, FACTS.md section 5), so the
+the one board clock (the RT700 runs core and NPU at the same frequency: NXP's example prints one
+`Core/NPU Frequency: 324 MHz` line), so the
 simulated Neutron timer and the PAL tick counter can share one time base.
 
 Run-to-run variation: ``jitter`` is a relative sigma; each cost is multiplied by ``1 + N(0, jitter)``

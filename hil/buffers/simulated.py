@@ -16,7 +16,8 @@ from hil.buffers.console import ConsoleScript, PoolUsage, render_console
 from hil.errors import AnalysisError
 from hil.pte import read_program
 
-# The RT700 example's method pool (FACTS.md section 5), used for the simulated console's memory lines.
+# The RT700 example's method pool as its console prints it (`method_allocator Addr: 0x20080000 - 0x20100000`,
+# 512 KiB), used for the simulated console's memory lines.
 METHOD_POOL_BASE = 0x20080000
 METHOD_POOL_BYTES = 0x80000
 

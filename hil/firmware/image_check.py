@@ -331,11 +331,11 @@ def check_image(image: ElfImage, spec: ImageSpec, pte: bytes | None, pte_name: s
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `hil check-image` and of `python -m hil.firmware.image_check` (one definition)."""
-    parser.add_argument("elf", type=Path, help="the firmware image (ELF)")
-    parser.add_argument("--model", type=Path, default=None,
+    parser.add_argument("elf", type=Path, metavar="ELF", help="the firmware image (ELF)")
+    parser.add_argument("--model", type=Path, default=None, metavar="PTE",
                         help="the .pte the image must carry (needed when the board's images carry one)")
-    parser.add_argument("--board", default="rt700", help="board name (boards/NAME.toml); default rt700")
-    parser.add_argument("--board-config", type=Path, default=None, help="board file; wins over --board")
+    parser.add_argument("--board", default="rt700", metavar="NAME", help="board name (boards/NAME.toml); default rt700")
+    parser.add_argument("--board-config", type=Path, default=None, metavar="FILE", help="board file; wins over --board")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
 

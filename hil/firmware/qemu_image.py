@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+from hil.atomic import make_public_dir
 from hil.errors import BuildError
 from hil.firmware.toolchain import BuildCommandError, compiler_version, find_arm_gcc, run_logged
 from hil.paths import FIRMWARE_DIR, cache_dir
@@ -204,7 +205,7 @@ def _compile_command(gcc: Path, defines: Sequence[str]) -> list[str]:
 
 def _publish(work: Path, final: Path) -> Path:
     """Rename the finished build into place; if a concurrent builder won, use its identical image."""
-    os.chmod(work, 0o755)  # mkdtemp makes it private; a shared cache is read by other users
+    make_public_dir(work)  # mkdtemp makes it private; a shared cache is read by other users
     try:
         os.rename(work, final)
     except OSError as exc:

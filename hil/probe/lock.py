@@ -1,7 +1,7 @@
 """One board, one user: an exclusive lock per debug probe, shared by every process on this host.
 
 Two CI jobs flashing the same board at once corrupt each other's runs, and a job cancelled with
-SIGKILL must not leave the board locked for everyone (FACTS.md section 6). `fcntl.flock` gives
+SIGKILL (a CI job cancelled hard) must not leave the board locked for everyone. `fcntl.flock` gives
 both: the kernel drops the lock when its holder dies. The lock file also records who holds it
 (pid, process start time, host, since when) so a waiter can say whom it waits for, and so a lock
 file whose recorded holder is dead but whose flock is still held (a forked child that inherited

@@ -30,7 +30,7 @@ T = TypeVar("T")
 
 PACK_HINT = (
     "install NXP's device pack with `pyocd pack install {target}` (needs the network), or download "
-    "the MIMXRT798S DFP (.pack) and set [pyocd].pack in the board file or pass --pack PATH; "
+    "the MIMXRT798S DFP (.pack) and set [pyocd].pack in the board file or pass --hil-pack PATH; "
     "`hil doctor --board rt700` checks it (README, section \"Lab bench\")"
 )
 
@@ -186,13 +186,13 @@ def _choose_probe(settings: ProbeSettings, api: SimpleNamespace) -> Any:
         if not exact:
             raise TargetError(
                 f"{where}: probe '{settings.probe_id}' is not connected; connected: {listing}. "
-                "Set [pyocd].probe_id or pass --probe with one of those ids."
+                "Set [pyocd].probe_id or pass --hil-probe with one of those ids."
             )
         return exact[0]
     if len(probes) > 1:
         raise BoardConfigError(
             f"{where}: {len(probes)} debug probes are connected and no probe id is set, so the harness "
-            f"will not guess which board to flash: {listing}. Set [pyocd].probe_id or pass --probe ID."
+            f"will not guess which board to flash: {listing}. Set [pyocd].probe_id or pass --hil-probe ID."
         )
     return probes[0]
 
@@ -257,10 +257,13 @@ def _close_quietly(session: Any) -> None:
         LOG.debug("closing the pyOCD session failed: %s", exc)
 
 
-def program(session: Any, elf: Path, *, timeout: float = 120.0, api: SimpleNamespace | None = None) -> None:
-    """Write `elf` to the target's flash (pyOCD's FileProgrammer picks the format from the suffix)."""
+def program(session: Any, elf: Path, *, timeout: float = 120.0, api: SimpleNamespace | None = None,
+            progress: Callable[[float], None] | None = None) -> None:
+    """Write `elf` to the target's flash (pyOCD's FileProgrammer picks the format from the suffix).
+
+    `progress` is pyOCD's own progress callback: it is called with the fraction written, 0.0 to 1.0."""
     api = api or _pyocd_api()
-    programmer = api.FileProgrammer(session)
+    programmer = api.FileProgrammer(session, progress=progress) if progress else api.FileProgrammer(session)
     _with_timeout(lambda: programmer.program(str(elf)), timeout, f"programming {elf}")
 
 
@@ -270,11 +273,12 @@ def reset(session: Any, halt: bool = False, *, timeout: float = 20.0) -> None:
     _with_timeout(target.reset_and_halt if halt else target.reset, timeout, "resetting the target")
 
 
-def flash_image(cfg: BoardConfig, elf: Path, *, api: SimpleNamespace | None = None) -> FlashReport:
+def flash_image(cfg: BoardConfig, elf: Path, *, api: SimpleNamespace | None = None,
+                progress: Callable[[float], None] | None = None) -> FlashReport:
     """Open, program, reset-and-halt, close; one retry on a flash/transfer failure, recorded.
 
     A second failure raises TargetError listing both attempts: retrying more would hide an
-    unstable bench (FACTS.md section 6).
+    unstable bench, whose flaky cable or probe should fail loudly instead.
     """
     api = api or _pyocd_api()
     settings = ProbeSettings.from_config(cfg)
@@ -290,7 +294,7 @@ def flash_image(cfg: BoardConfig, elf: Path, *, api: SimpleNamespace | None = No
             session = open_session(cfg, api=api)
             try:
                 report.probe_id = str(session.probe.unique_id)
-                program(session, elf, timeout=settings.flash_timeout_s, api=api)
+                program(session, elf, timeout=settings.flash_timeout_s, api=api, progress=progress)
                 reset(session, halt=True, timeout=settings.connect_timeout_s)
                 return report
             except retryable as exc:

@@ -1,13 +1,14 @@
 """CLI sub-commands of the regression side: `hil compare`, `hil baseline update`, `hil report`, `hil trace`.
 
 Each is a thin wrapper over one library call; errors are HilErrors, which `hil.cli.main` prints
-as one line and exit status 1.
+as one line with its exit status (hil.cli: 1 regression, 2 input error, 3 infrastructure).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from hil.regress.compare import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
@@ -19,6 +20,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from hil.regress.stats import drop_warmup
 
     before, after = load_run(args.a), load_run(args.b)
+    mismatch = _different_programs(before.profile, after.profile)
+    if mismatch:
+        print(f"hil compare: {mismatch}; a comparison would say nothing (compare runs of one model on one board)",
+              file=sys.stderr)
+        return 2
     comparison = compare_profiles(
         drop_warmup(before.profile, args.warmup), drop_warmup(after.profile, args.warmup),
         tolerance=args.tolerance, noise_k=args.noise_k, min_delta_us=args.min_delta_us,
@@ -29,6 +35,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(f"A: {before.label}\nB: {after.label}")
         print(format_comparison(comparison, limit=args.limit))
     return 1 if comparison.has_regression else 0
+
+
+def _different_programs(a: dict, b: dict) -> str | None:
+    """Why two profiles are not runs of one model on one board, or None when they are."""
+    for key in ("model", "board"):
+        if a.get(key) != b.get(key):
+            return f"A is {key} {a.get(key)!r}, B is {key} {b.get(key)!r}"
+    return None
 
 
 def _cmd_baseline_update(args: argparse.Namespace) -> int:
@@ -59,37 +73,37 @@ def _cmd_trace(args: argparse.Namespace) -> int:
 
 
 def _add_judging_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tolerance", type=parse_tolerance, default=DEFAULT_TOLERANCE,
+    parser.add_argument("--tolerance", type=parse_tolerance, default=DEFAULT_TOLERANCE, metavar="T",
                         help="relative slowdown allowed: 5, 5%% or 0.05 (default 5%%)")
-    parser.add_argument("--noise-k", type=float, default=DEFAULT_NOISE_K,
+    parser.add_argument("--noise-k", type=float, default=DEFAULT_NOISE_K, metavar="K",
                         help="sigmas of combined run noise a change must exceed (default 3)")
-    parser.add_argument("--min-delta-us", type=float, default=0.0, help="absolute change below which nothing is judged")
-    parser.add_argument("--warmup", type=int, default=0, help="drop the first W iterations of each run first")
+    parser.add_argument("--min-delta-us", type=float, default=0.0, metavar="US", help="absolute change below which nothing is judged")
+    parser.add_argument("--warmup", type=int, default=0, metavar="W", help="drop the first W iterations of each run first")
 
 
 def add_regression_commands(sub: argparse._SubParsersAction) -> None:
     """Register the regression sub-commands on the `hil` parser."""
     compare = sub.add_parser("compare", help="compare two runs (folders or profile.json); exit 1 on regression")
-    compare.add_argument("a", type=Path, help="the reference run: folder, profile.json or baseline JSON")
-    compare.add_argument("b", type=Path, help="the run to judge")
+    compare.add_argument("a", type=Path, metavar="RUN_A", help="the reference run: folder, profile.json or baseline JSON")
+    compare.add_argument("b", type=Path, metavar="RUN_B", help="the run to judge")
     _add_judging_options(compare)
-    compare.add_argument("--limit", type=int, default=10, help="rows of each table (default 10)")
+    compare.add_argument("--limit", type=int, default=10, metavar="N", help="rows of each table (default 10)")
     compare.add_argument("--json", action="store_true", help="print every event's verdict as JSON")
     compare.set_defaults(func=_cmd_compare)
 
     baseline = sub.add_parser("baseline", help="manage baselines")
     baseline_sub = baseline.add_subparsers(dest="baseline_command", required=True)
     update = baseline_sub.add_parser("update", help="write a run as its model's baseline, with provenance")
-    update.add_argument("run", type=Path, help="run folder or profile.json")
-    update.add_argument("--out", type=Path, required=True, help="baseline folder (one <model>.json each) or a .json file")
-    update.add_argument("--warmup", type=int, default=0, help="drop the first W iterations first")
+    update.add_argument("run", type=Path, metavar="RUN", help="run folder or profile.json")
+    update.add_argument("--out", type=Path, required=True, metavar="PATH", help="baseline folder (one <model>.json each) or a .json file")
+    update.add_argument("--warmup", type=int, default=0, metavar="W", help="drop the first W iterations first")
     update.set_defaults(func=_cmd_baseline_update)
 
     report = sub.add_parser("report", help="write the HTML report of a history database")
-    report.add_argument("db", type=Path, help="SQLite history written by pytest --hil-history")
-    report.add_argument("--out", type=Path, default=Path("report.html"), help="HTML file to write (default report.html)")
+    report.add_argument("db", type=Path, metavar="DB", help="SQLite history written by pytest --hil-history")
+    report.add_argument("--out", type=Path, default=Path("report.html"), metavar="FILE", help="HTML file to write (default report.html)")
     report.set_defaults(func=_cmd_report)
 
     trace = sub.add_parser("trace", help="write trace.json (Chrome/Perfetto) into a run folder")
-    trace.add_argument("run", type=Path, help="run folder with profile.json (and serial.log)")
+    trace.add_argument("run", type=Path, metavar="RUN", help="run folder with profile.json (and serial.log)")
     trace.set_defaults(func=_cmd_trace)

@@ -1,9 +1,9 @@
 """pytest options and hooks of the regression side (budgets, baselines, history, reports).
 
 Registered as the `hil_regress` pytest11 entry point beside the main plugin. It does not wrap the
-pipeline: after each test's call phase it finds the runs the test made (the `hil_artifacts` user
-properties the main plugin records, plus any run folder written under the test's artifacts
-folder during the call, so failed runs count too) and judges each one with `hil.regress.judge`.
+pipeline: after each test's call phase it finds the runs the test made (the run folders the main
+plugin keeps in the test's stash, `hil_artifacts` user properties a test recorded itself, plus
+any run folder written under the test's artifacts folder during the call, so failed runs count too) and judges each one with `hil.regress.judge`.
 A broken budget or a regression turns the test's report into a failure whose message holds the
 measured values, the limits and the artifact folder.
 
@@ -20,6 +20,8 @@ import pytest
 
 from hil import atomic
 from hil.errors import HilError
+from hil.paths import BUDGETS_DIR
+from hil.plugin import RUN_FOLDERS
 from hil.regress.budgets import Budget, budget_from_mapping, check_budget, format_violations
 from hil.regress.compare import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
 from hil.regress.judge import JudgeOptions, Verdict, judge_run
@@ -27,20 +29,23 @@ from hil.regress.stats import drop_warmup
 from hil.report.figures import openmetrics_text
 
 _METRICS = pytest.StashKey[list]()
+# Key figures go to JUnit as suite properties: xunit2, pytest's default JUnit family, allows no
+# <properties> inside a <testcase>, so `record_property` would make the XML invalid.
+SUITE_PROPERTY = pytest.StashKey[Callable[[str, object], None]]()
 _START_SLACK_S = 1.0
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hil-regress", "et-hil nightly regression")
-    group.addoption("--hil-warmup", type=int, default=0, help="iterations dropped before statistics (warm-up)")
-    group.addoption("--hil-baseline", type=Path, default=None, help="baseline folder (<model>.json each) or file")
+    group.addoption("--hil-warmup", type=int, default=0, metavar="W", help="iterations dropped before statistics (warm-up)")
+    group.addoption("--hil-baseline", type=Path, default=None, metavar="PATH", help="baseline folder (<model>.json each) or file")
     group.addoption("--hil-baseline-update", action="store_true", help="write this session's runs as the baselines")
-    group.addoption("--hil-tolerance", type=parse_tolerance, default=DEFAULT_TOLERANCE, help="relative slowdown allowed (default 5%%)")
-    group.addoption("--hil-noise-k", type=float, default=DEFAULT_NOISE_K, help="sigmas of run noise a slowdown must exceed")
-    group.addoption("--hil-min-delta-us", type=float, default=0.0, help="absolute change (us) below which nothing regresses")
-    group.addoption("--hil-history", type=Path, default=None, help="SQLite database every run is appended to")
-    group.addoption("--hil-budgets", type=Path, default=None, help="budgets file or folder (default: budgets/<board>.toml)")
-    group.addoption("--hil-openmetrics", type=Path, default=None, help="write key figures as OpenMetrics text here")
+    group.addoption("--hil-tolerance", type=parse_tolerance, default=DEFAULT_TOLERANCE, metavar="T", help="relative slowdown allowed (default 5%%)")
+    group.addoption("--hil-noise-k", type=float, default=DEFAULT_NOISE_K, metavar="K", help="sigmas of run noise a slowdown must exceed")
+    group.addoption("--hil-min-delta-us", type=float, default=0.0, metavar="US", help="absolute change (us) below which nothing regresses")
+    group.addoption("--hil-history", type=Path, default=None, metavar="DB", help="SQLite database every run is appended to")
+    group.addoption("--hil-budgets", type=Path, default=None, metavar="PATH", help="budgets file or folder (default: budgets/<board>.toml)")
+    group.addoption("--hil-openmetrics", type=Path, default=None, metavar="FILE", help="write key figures as OpenMetrics text here")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -53,7 +58,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def judge_options(config: pytest.Config) -> JudgeOptions:
-    budgets = config.getoption("hil_budgets") or (config.rootpath / "budgets")
+    # The project's budgets/ folder, else the defaults that ship with et-hil (package data).
+    project = config.rootpath / "budgets"
+    budgets = config.getoption("hil_budgets") or (project if project.is_dir() else BUDGETS_DIR)
     return JudgeOptions(
         warmup=config.getoption("hil_warmup"),
         baseline=config.getoption("hil_baseline"),
@@ -77,7 +84,8 @@ def marker_budget(item: pytest.Item) -> Budget | None:
 
 def run_folders(item: pytest.Item, call_start: float) -> list[Path]:
     """Run folders of this test: recorded by the plugin, or written under its artifacts folder during the call."""
-    folders = [Path(str(v)) for k, v in item.user_properties if k == "hil_artifacts"]
+    folders = list(item.stash.get(RUN_FOLDERS, []))
+    folders += [Path(str(v)) for k, v in item.user_properties if k == "hil_artifacts"]  # recorded by hand
     root = getattr(item, "funcargs", {}).get("hil_artifacts_dir")
     if root is not None and Path(root).is_dir():
         for manifest in sorted(Path(root).glob("*/manifest.json")):
@@ -122,7 +130,8 @@ def _publish(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdic
         prefix = f"{verdict.profile.get('model')}.{verdict.folder.name}" if several else None
         props = verdict.properties if not prefix else [(k.replace(f"hil.{verdict.profile.get('model')}", f"hil.{prefix}", 1), v)
                                                        for k, v in verdict.properties]
-        item.user_properties.extend(props)
+        _suite_properties(item, [*props, (f"hil.{prefix or verdict.profile.get('model')}.artifacts",
+                                            str(verdict.folder))])
         item.config.stash[_METRICS].append((verdict.profile, {"test": item.nodeid}))
     notes = [n for v in verdicts for n in v.notes]
     if notes:
@@ -133,6 +142,20 @@ def _publish(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdic
         report.longrepr = "\n\n".join(failures)
     elif failures:
         report.sections.append(("hil regression failures", "\n\n".join(failures)))
+
+
+@pytest.fixture(autouse=True)
+def _hil_suite_property(request: pytest.FixtureRequest, record_testsuite_property: Callable[[str, object], None]) -> None:
+    """Hand the makereport hook pytest's public way to write suite properties (a no-op without --junitxml)."""
+    request.node.stash[SUITE_PROPERTY] = record_testsuite_property
+
+
+def _suite_properties(item: pytest.Item, props: list[tuple[str, str]]) -> None:
+    """JUnit suite properties named `<figure>@<test id>`, so two tests' figures never mix."""
+    record = item.stash.get(SUITE_PROPERTY, None)
+    if record is not None:
+        for name, value in props:
+            record(f"{name}@{item.nodeid}", value)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

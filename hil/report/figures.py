@@ -35,17 +35,25 @@ def key_figures(profile: dict[str, Any]) -> dict[str, Any]:
 
 
 def junit_properties(profile: dict[str, Any], prefix: str | None = None) -> list[tuple[str, str]]:
-    """`(name, value)` pairs for `record_property`; `prefix` keeps two models of one test apart."""
+    """`(name, value)` pairs of machine-readable key figures; `prefix` keeps two models of one test apart.
+
+    Every value is a number or a name (never a sentence), so a CI dashboard can plot or filter it
+    without parsing: `hil.<model>.total_us`, `.npu_fraction`, `.npu_kernels_us`, `.cpu_ops_us`,
+    `.cpu_fallback_op_count` and `.cpu_fallback_ops` (comma-separated op names), and for the slowest
+    events `.topN.p50_us`, `.topN.kind`, `.topN.name`.
+    """
     figures = key_figures(profile)
     base = f"hil.{prefix or profile.get('model')}"
     props = []
     for key in ("total_us", "npu_fraction", "npu_kernels_us", "cpu_ops_us"):
         if figures[key] is not None:
             props.append((f"{base}.{key}", f"{figures[key]:.6g}"))
+    props.append((f"{base}.cpu_fallback_op_count", str(len(figures["cpu_fallback_ops"]))))
     if figures["cpu_fallback_ops"]:
         props.append((f"{base}.cpu_fallback_ops", ",".join(figures["cpu_fallback_ops"])))
-    for rank, (name, kind, types, p50) in enumerate(figures["top"], 1):
-        props.append((f"{base}.top{rank}", f"{kind} {name} [{types}] {p50:.6g} us"))
+    for rank, (name, kind, _types, p50) in enumerate(figures["top"], 1):
+        props += [(f"{base}.top{rank}.p50_us", f"{p50:.6g}"), (f"{base}.top{rank}.kind", str(kind)),
+                  (f"{base}.top{rank}.name", str(name))]
     return props
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from pygdbmi.IoManager import IoManager
 
-from hil.atomic import write_bytes
+from hil.atomic import file_mode, write_bytes
 from hil.errors import TargetError, TimeoutExpired
 from hil.road.process import ManagedProcess
 
@@ -324,6 +324,7 @@ class GdbMiSession:
         path.parent.mkdir(parents=True, exist_ok=True)
         scratch = path.parent if not any(ch.isspace() for ch in str(path.parent)) else Path(tempfile.gettempdir())
         fd, name = tempfile.mkstemp(prefix=".hil-dump-", suffix=".partial", dir=scratch)
+        os.fchmod(fd, file_mode())  # gdb writes into this file; once renamed it is an artifact like any other
         os.close(fd)
         partial = Path(name)
         try:

@@ -39,10 +39,10 @@ def test_every_cpu_operator_appears_with_its_op_types(cpu_run):
         assert event["op_types"], f"{event['name']} has no op types: the ETRecord did not map it"
 
 
-def test_each_time_is_positive_and_one_per_iteration(cpu_run, hil_board):
+def test_each_time_is_positive_and_one_per_iteration(cpu_run, hil_board_config):
     profile = cpu_run.profile
     assert profile["schema"] == "et-hil/profile/1" and profile["time_unit"] == "us"
-    assert profile["simulated"] is (hil_board.kind != "rt700")
+    assert profile["simulated"] is (hil_board_config.kind != "rt700")
     for event in profile["events"]:
         assert len(event["times_us"]) == profile["iterations"], event["name"]
         assert all(t > 0 for t in event["times_us"]), event

@@ -69,8 +69,8 @@ def test_the_last_delegate_event_is_the_profiling_dump_without_op_types(npu_run)
         assert [e["kind"] for e in inside[:-1]] == ["npu_kernel"] * (len(inside) - 1)
 
 
-def test_recovered_kernel_times_equal_the_simulation(npu_run, hil_board):
-    if hil_board.kind == "rt700":
+def test_recovered_kernel_times_equal_the_simulation(npu_run, hil_board_config):
+    if hil_board_config.kind == "rt700":
         pytest.skip("a real board has no simulation to compare with")
     simulation = json.loads((npu_run.out_dir / "simulation.json").read_text())
     ticks_per_us = simulation["clock_mhz"]

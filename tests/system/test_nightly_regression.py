@@ -60,8 +60,9 @@ def test_nightly_flow_on_the_qemu_board(tmp_path):
     assert baseline["profile"]["iterations"] == 3 and baseline["profile"]["warmup_iterations"] == 1
     props = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "first.xml").getroot().iter("property")}
     model = baseline["profile"]["model"]
-    assert float(props[f"hil.{model}.total_us"]) > 0
-    run_folder = Path(props["hil_artifacts"])
+    test_id = "@test_nightly.py::test_tiny_nightly"
+    assert float(props[f"hil.{model}.total_us{test_id}"]) > 0
+    run_folder = Path(props[f"hil.{model}.artifacts{test_id}"])
     trace = json.loads((tmp_path / run_folder / "trace.json").read_text() if not run_folder.is_absolute()
                        else (run_folder / "trace.json").read_text())
     assert any(e["ph"] == "i" and "Inference time" in e["name"] for e in trace["traceEvents"])

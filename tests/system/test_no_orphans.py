@@ -20,8 +20,8 @@ CHILD_TESTS = textwrap.dedent(
     def test_profile_passes(hil_profile):
         assert hil_profile("cifar10", delegate="none", iterations=1).profile["events"]
 
-    def test_profile_fails_at_a_missing_breakpoint(hil_profile, hil_board):
-        broken = hil_board.with_overrides({"debug.breakpoint": "no_such_function"})
+    def test_profile_fails_at_a_missing_breakpoint(hil_profile, hil_board_config):
+        broken = hil_board_config.with_overrides({"debug.breakpoint": "no_such_function"})
         with pytest.raises(TargetError):
             hil_profile("cifar10", delegate="none", iterations=1, board=broken)
     """
@@ -70,9 +70,9 @@ HOLDING_TEST = textwrap.dedent(
     from hil.boards.qemu import QemuBoard
     from hil.firmware.qemu_image import build_qemu_image
 
-    def test_holds_qemu_until_cancelled(hil_board):
+    def test_holds_qemu_until_cancelled(hil_board_config):
         hold = Path(os.environ["HIL_HOLD_DIR"])
-        board = QemuBoard(hil_board, hold)
+        board = QemuBoard(hil_board_config, hold)
         board.flash(build_qemu_image(bytes(64), ["holding"], runs=1))
         (hold / "ready").write_text("flashed")
         time.sleep(600)  # a job cancelled here must not leave QEMU or gdb running

@@ -62,11 +62,14 @@ class FakeBench:
             return FakeSession(bench, probe, dict(options or {}, **kw))
 
         class FileProgrammer:
-            def __init__(self, session: "FakeSession", **_kw: Any) -> None:
+            def __init__(self, session: "FakeSession", progress: Any = None, **_kw: Any) -> None:
                 self.session = session
+                self.progress = progress
 
             def program(self, path: str, file_format: str | None = None, **_kw: Any) -> None:
                 bench.calls.append(("program", self.session.probe.unique_id, path))
+                for fraction in (0.0, 0.5, 1.0) if self.progress else ():  # as pyOCD's FlashLoader reports
+                    self.progress(fraction)
                 if bench.flash_failures > 0:
                     bench.flash_failures -= 1
                     raise exceptions.FlashProgramFailure("flash algo program page failed", address=0x28004000,

@@ -1,4 +1,5 @@
-"""The console parser reads the NXP example's lines (FACTS.md section 5) from LF and CR LF logs."""
+"""The console parser reads the lines NXP's RT700 ExecuTorch example prints (clock, allocators, inference
+times, model size) from LF and CR LF logs."""
 
 from __future__ import annotations
 

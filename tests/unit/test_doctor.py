@@ -92,7 +92,7 @@ def test_paths_from_environment_are_checked(monkeypatch, tmp_path):
 def test_missing_gdb_names_the_fix():
     cfg = load_board_config("rt700").with_overrides({"debug.gdb": "no-such-gdb-xyz"})
     rc, text, _ = _run(cfg)
-    assert rc != 0 and "MISSING" in _line(text, "GDB") and "--gdb" in text
+    assert rc != 0 and "MISSING" in _line(text, "GDB") and "--hil-gdb" in text
 
 
 def test_a_hanging_check_is_cut_off(monkeypatch):

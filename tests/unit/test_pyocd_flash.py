@@ -43,7 +43,7 @@ def test_several_probes_and_no_id_lists_them(monkeypatch, cfg):
     FakeBench(probes=[FakeProbe(UID_A), FakeProbe(UID_B)]).install(monkeypatch)
     with pytest.raises(BoardConfigError) as err:
         open_session(cfg)
-    assert UID_A in str(err.value) and UID_B in str(err.value) and "--probe" in str(err.value)
+    assert UID_A in str(err.value) and UID_B in str(err.value) and "--hil-probe" in str(err.value)
 
 
 def test_given_id_not_connected(monkeypatch, cfg):
@@ -80,7 +80,7 @@ def test_unknown_target_says_how_to_install_the_pack(monkeypatch, cfg):
     with pytest.raises(BoardConfigError) as err:
         open_session(cfg)
     message = str(err.value)
-    assert "pyocd pack install mimxrt798sgfob" in message and "--pack" in message
+    assert "pyocd pack install mimxrt798sgfob" in message and "--hil-pack" in message
     assert "not recognized" in message  # pyOCD's own words are kept
     assert not any(call[0] == "open" for call in bench.calls)  # the probe was never touched
 

@@ -64,13 +64,13 @@ def test_baseline_update_records_provenance_and_is_comparable(tmp_path):
 
 def test_errors_are_one_line_without_traceback(tmp_path):
     res = hil("compare", tmp_path / "missing", tmp_path / "missing2")
-    assert res.returncode == 1
+    assert res.returncode == 2  # an input error (hil.cli: exit status 2)
     assert "hil compare:" in res.stderr and "missing" in res.stderr and "Traceback" not in res.stderr
     (tmp_path / "x.json").write_text('{"schema": "other"}')
     res = hil("compare", tmp_path / "x.json", tmp_path / "x.json")
-    assert res.returncode == 1 and "neither a profile" in res.stderr
+    assert res.returncode == 2 and "neither a profile" in res.stderr
     res = hil("report", tmp_path / "nope.db", "--out", tmp_path / "r.html")
-    assert res.returncode == 1 and "no such file" in res.stderr and not (tmp_path / "r.html").exists()
+    assert res.returncode == 2 and "no such file" in res.stderr and not (tmp_path / "r.html").exists()
 
 
 def test_report_and_trace_commands_write_their_files(tmp_path):

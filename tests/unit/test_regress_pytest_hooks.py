@@ -71,10 +71,11 @@ def test_budgets_baselines_history_and_junit_in_a_pytest_session(tmp_path):
         conn.close()
     assert {k: v["passed"] for k, v in runs.items()} == {"budget": 0, "slow": 0, "fine": 1}
     assert runs["slow"]["comparison"]["has_regression"] and runs["fine"]["git_commit"] == "feed"
-    cases = {c.get("name"): c for c in ET.parse(xml).getroot().iter("testcase")}
-    props = {p.get("name"): p.get("value") for p in cases["test_fine"].iter("property")}
-    assert float(props["hil.synthnet.total_us"]) > 0 and "hil.synthnet.npu_fraction" in props
-    assert props["hil_artifacts"].endswith("fine")
+    suite = ET.parse(xml).getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties").iter("property")}
+    fine = "@test_suite.py::test_fine"
+    assert float(props["hil.synthnet.total_us" + fine]) > 0 and "hil.synthnet.npu_fraction" + fine in props
+    assert props["hil.synthnet.artifacts" + fine].endswith("fine")
     text = metrics.read_text()
     assert text.endswith("# EOF\n") and text.count("hil_latency_microseconds{") == 3
     assert (tmp_path / "runs" / "fine" / "trace.json").is_file()

@@ -91,7 +91,10 @@ def test_junit_properties_and_openmetrics_carry_the_key_figures():
     assert float(props["hil.synthnet.total_us"]) == pytest.approx(profile["totals_us"]["method_execute"], rel=1e-5)
     assert float(props["hil.synthnet.npu_fraction"]) == pytest.approx(profile["npu_fraction"], rel=1e-5)
     slowest = max((e for e in profile["events"] if e["kind"] in ("npu_kernel", "cpu_op")), key=lambda e: e["p50_us"])
-    assert props["hil.synthnet.top1"].startswith(f"{slowest['kind']} {slowest['name']} [")
+    assert (props["hil.synthnet.top1.kind"], props["hil.synthnet.top1.name"]) == (slowest["kind"], slowest["name"])
+    assert float(props["hil.synthnet.top1.p50_us"]) == pytest.approx(slowest["p50_us"], rel=1e-5)
+    for name, value in props.items():  # machine-readable: a number, or names without blanks
+        assert name.startswith("hil.synthnet.") and " " not in value, (name, value)
     assert len(key_figures(profile)["top"]) == 3
     text = openmetrics_text([(profile, {"test": 't::a "quoted"'})])
     assert text.endswith("# EOF\n")

@@ -6,6 +6,8 @@ process; only the probe behind pyOCD's API is the fake from fake_pyocd.py.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import time
 
 import pytest
@@ -46,7 +48,8 @@ def test_board_file_and_override_map():
     for option, key in RT700_OVERRIDES.items():
         assert cfg.get(key) is not None, f"--{option} maps to missing key {key}"
     over = cfg.with_overrides({RT700_OVERRIDES["probe"]: UID, RT700_OVERRIDES["elf"]: "x.elf"})
-    assert over.get("pyocd.probe_id") == UID and over.get("firmware.elf") == "x.elf"
+    # a relative path typed on the command line is taken from the folder it was typed in
+    assert over.get("pyocd.probe_id") == UID and over.get("firmware.elf") == str(Path.cwd() / "x.elf")
     assert any(r.contains(0x20430000, 0x100000) for r in cfg.ram_regions)  # the model section fits
 
 

@@ -1,0 +1,180 @@
+"""The connected board, step by step: what the `hil_board` fixture hands a test that brings its own firmware.
+
+`hil_profile(model)` runs the whole road for a model the harness exports itself. A user with their
+own image (built by their own build, with their own breakpoint and result expression) needs the
+pieces instead: flash it, watch the console, run to a breakpoint, dump the ETDump, profile it
+against their ETRecord. Each piece is the one the harness's own run uses (hil.road), so the
+errors, logs and checks are the same.
+
+    def test_my_firmware(hil_board):
+        hil_board.flash("build/my_app.elf")
+        hil_board.configure(iterations=5)          # only for firmware with the et-hil handshake
+        hil_board.run_to("hil_etdump_ready")
+        hil_board.read_etdump("hil_etdump_result")
+        profile = hil_board.profile("build/etrecord.bin")
+        hil_board.console.expect(r"Inference time: \\d+ us", timeout=5)
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from hil import atomic
+from hil.boards import open_board
+from hil.config import BoardConfig
+from hil.errors import TargetError, TimeoutExpired
+from hil.road.capture import RunContext, read_out_etdump, run_to_breakpoint
+from hil.road.gdbmi import GdbMiSession
+from hil.road.run_config import CONFIG_SYMBOL, RunPlan, check_echo, configure_run
+from hil.road.serial_reader import SerialReader
+
+DEFAULT_TIMEOUT_S = 60.0
+REBUILD_HINT = "link firmware/common/hil_result.c into your image and call hil_config_ready() before the first run"
+
+
+class Console:
+    """The target's serial console, read from before the target ran (nothing is lost).
+
+    It keeps its own place in the output, apart from the checks the harness makes while running
+    (the run-configuration echo, the `Result buf:` line), so a test sees every line from the start.
+    """
+
+    POLL_S = 0.05
+
+    def __init__(self, reader: SerialReader) -> None:
+        self._reader = reader
+        self._cursor = 0
+
+    def expect(self, pattern: str | re.Pattern[str], timeout: float = DEFAULT_TIMEOUT_S) -> re.Match[str]:
+        """Wait for `pattern` (a regex) after this console's previous match; a timeout names the pattern
+        and the last console lines."""
+        regex = re.compile(pattern) if isinstance(pattern, str) else pattern
+        deadline = time.monotonic() + timeout
+        while True:
+            match = regex.search(self._reader.text, self._cursor)
+            if match is not None:
+                self._cursor = match.end()
+                return match
+            if time.monotonic() >= deadline or self._reader.ended:
+                raise TimeoutExpired(
+                    f"{self._reader.name}: pattern {regex.pattern!r} not seen within {timeout:g} s; last console"
+                    f" lines:\n{self._reader.describe_tail()}\n(log: {self._reader.log_path})"
+                )
+            time.sleep(self.POLL_S)
+
+    @property
+    def text(self) -> str:
+        """Everything the console printed so far."""
+        return self._reader.text
+
+
+class BoardSession:
+    """One board, opened on `workdir` (serial.log, mi.log, trace.etdump, profile.json land there)."""
+
+    def __init__(self, cfg: BoardConfig, workdir: Path) -> None:
+        self.cfg = cfg
+        self.workdir = Path(workdir)
+        self._board: Any = None
+        self._gdb: GdbMiSession | None = None
+        self._serial: SerialReader | None = None
+        self._image: Path | None = None
+        self._plan: RunPlan | None = None
+        self._console: Console | None = None
+
+    # -- the steps --------------------------------------------------------------------------
+
+    def flash(self, elf: Path | str) -> None:
+        """Put `elf` on the board and halt it at reset, the console already listening."""
+        self.close()
+        self._image = Path(elf).resolve()
+        self._plan = None
+        self._board = open_board(self.cfg, self.workdir)
+        self._board.flash(self._image)
+        self._gdb, self._serial = self._board.attach()
+        self._console = Console(self._serial)
+
+    @property
+    def console(self) -> Console:
+        """The serial console of the flashed board (`console.expect(pattern, timeout)`, `console.text`)."""
+        self._need()
+        assert self._console is not None
+        return self._console
+
+    def configure(self, iterations: int, warmup: int = 0, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        """The run-configuration handshake (hil_config_ready / hil_run_config) for firmware that has it:
+        how many inferences to run. The console must echo exactly what was written."""
+        gdb, _ = self._need()
+        plan = RunPlan(iterations, warmup)
+        configure_run(gdb, self._context(self.cfg.breakpoint), plan, timeout, rebuild=REBUILD_HINT)
+        self._plan = plan
+
+    def run_to(self, breakpoint: str | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        """Run until `breakpoint` (FUNCTION or file.c:LINE; default the board file's) is hit."""
+        gdb, _ = self._need()
+        where = breakpoint or self.cfg.breakpoint
+        if self._plan is None and self._has_handshake(gdb):
+            raise TargetError(f"board '{self.cfg.name}': image {self._image} waits for its run configuration"
+                              f" ({CONFIG_SYMBOL}); call configure(iterations, warmup) before run_to()")
+        run_to_breakpoint(gdb, self._context(where), timeout)
+        if self._plan is not None:
+            check_echo(self._context(where), self._plan)
+
+    def read_etdump(self, result_expr: str | None = None) -> bytes:
+        """At the breakpoint: dump `(result_expr).buf .. +size` (default the board file's) to trace.etdump."""
+        gdb, _ = self._need()
+        expr = result_expr or self.cfg.result_expr
+        _, data = read_out_etdump(gdb, self._context(self.cfg.breakpoint), expr, self.cfg.ram_regions,
+                                  self.workdir / "trace.etdump")
+        return data
+
+    def profile(self, etrecord: Path | str, *, model: str | None = None, pte: Path | str | None = None) -> dict[str, Any]:
+        """Profile the ETDump just read against `etrecord`; writes profile.json and manifest.json.
+
+        Ticks are read as cycles of the board's clock (the RT700 runtime's PAL ticks, and the QEMU
+        replay image's), with the console's `Core/NPU Frequency` line winning, as in a harness run.
+        """
+        from hil.analysis.console import parse_console
+        from hil.analysis.profile import TimeScale, build_profile
+        from hil.manifest import sha256_file, write_manifest
+
+        etdump = self.workdir / "trace.etdump"
+        if not etdump.is_file():
+            raise TargetError(f"board '{self.cfg.name}': profile() before read_etdump(): no {etdump}")
+        _, serial = self._need()
+        time.sleep(0.1)  # the console lines printed with the result, if the firmware prints any
+        result = build_profile(etdump, etrecord, board=self.cfg.name, model=model or Path(self._image or "image").stem,
+                               simulated=self.cfg.kind != "rt700", time_scale=TimeScale.core_cycles(self.cfg.clock_mhz),
+                               console=parse_console(serial.text), pte_path=pte)
+        atomic.write_json(self.workdir / "profile.json", result)
+        write_manifest(self.workdir, {"model": result.get("model"), "board": self.cfg.name, "status": "passed",
+                                      "firmware": str(self._image), "firmware_sha256": sha256_file(self._image),
+                                      "board_file": str(self.cfg.source) if self.cfg.source else None})
+        return result
+
+    def close(self) -> None:
+        """Stop the board's processes and ports; safe to call twice."""
+        board, self._board, self._gdb, self._serial = self._board, None, None, None
+        if board is not None:
+            board.close()
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _need(self) -> tuple[GdbMiSession, SerialReader]:
+        if self._gdb is None or self._serial is None:
+            raise TargetError(f"board '{self.cfg.name}': nothing flashed yet; call flash(elf) first")
+        return self._gdb, self._serial
+
+    def _context(self, breakpoint: str) -> RunContext:
+        gdb, serial = self._need()
+        return RunContext(self.cfg.name, breakpoint, serial, gdb.transcript_path, self._image)
+
+    @staticmethod
+    def _has_handshake(gdb: GdbMiSession) -> bool:
+        try:
+            gdb.evaluate_int(f"sizeof({CONFIG_SYMBOL}.magic)")
+        except TargetError:
+            return False
+        return True

@@ -1,0 +1,46 @@
+"""`hil firmware-sources --out DIR`: the RT700 firmware's sources, copied out of the installed package.
+
+A user who installed et-hil from a wheel has no checkout to run `make firmware` in; the sources
+travel as package data (hil.paths.data_dir("firmware")). Copying `rt700/` and `common/` side by side
+keeps the relative layout the build expects (rt700.mk and CMakeLists.txt reach `../common`), so
+`make -f DIR/rt700/rt700.mk firmware BOARD=rt700 MODEL=model.pte` builds from the copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+from hil.errors import HilError
+from hil.paths import FIRMWARE_DIR
+
+PARTS = ("rt700", "common")
+_SKIP = shutil.ignore_patterns("build", "__pycache__", "*.o", "*.d")
+
+
+def copy_sources(out: Path, *, force: bool = False) -> list[Path]:
+    """Copy firmware/rt700 and firmware/common into `out`; refuse to overwrite unless `force`."""
+    out = Path(out)
+    copied = []
+    for part in PARTS:
+        dest = out / part
+        if dest.exists() and not force:
+            raise HilError(f"{dest} exists; pass --force to replace it")
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(FIRMWARE_DIR / part, dest, ignore=_SKIP)
+        copied.append(dest)
+    return copied
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder to copy rt700/ and common/ into")
+    parser.add_argument("--force", action="store_true", help="replace rt700/ and common/ if DIR has them")
+
+
+def run(args: argparse.Namespace) -> int:
+    for dest in copy_sources(args.out, force=args.force):
+        print(dest)
+    print(f"build with: make -f {args.out / 'rt700' / 'rt700.mk'} firmware BOARD=rt700 MODEL=path/to/model.pte")
+    return 0

@@ -1,0 +1,36 @@
+"""Packaging that pyproject.toml cannot say alone: the data folders go into the wheel as `hil/data/...`.
+
+The product keeps `boards/`, `budgets/` and `firmware/` at the top of the repository (they are edited
+there, and `make firmware` builds from there). An installed et-hil needs them too, so each folder is
+mapped into the package as a data-only sub-package (`package_dir`), and hil.paths.data_dir() finds
+them with importlib.resources. From a checkout (editable install) the same function falls back to
+the top-level folders, so there is one copy of every file and nothing is generated at build time.
+Everything else (name, version, dependencies, entry points) is in pyproject.toml.
+"""
+
+from setuptools import find_packages, setup
+
+DATA_PACKAGES = {
+    "hil.data.boards": "boards",
+    "hil.data.budgets": "budgets",
+    "hil.data.firmware": "firmware",
+}
+# Only the sources: never a build folder (firmware/rt700/build) or an editor's leftovers.
+FIRMWARE_FILES = [
+    "common/*.c", "common/*.h",
+    "qemu/*.c", "qemu/*.h", "qemu/*.ld", "qemu/README.md",
+    "rt700/CMakeLists.txt", "rt700/README.md", "rt700/pins.toml", "rt700/rt700.mk",
+    "rt700/check/*.h", "rt700/check/README.md", "rt700/cmake/*.cmake", "rt700/link/*.ld",
+    "rt700/src/*.c", "rt700/src/*.cpp", "rt700/src/*.h",
+]
+
+setup(
+    packages=[*find_packages(include=["hil", "hil.*"]), *DATA_PACKAGES],
+    package_dir=DATA_PACKAGES,
+    package_data={
+        "hil.data.boards": ["*.toml"],
+        "hil.data.budgets": ["*.toml"],
+        "hil.data.firmware": FIRMWARE_FILES,
+    },
+    include_package_data=False,
+)

@@ -1,0 +1,173 @@
+"""et-hil as a user gets it: a wheel, installed into a fresh environment, used from a folder of its own.
+
+The wheel is built from a copy of the repository's tracked files (`pip wheel --no-deps
+--no-build-isolation`: offline, a second or two). The fresh environment is a venv without pip
+whose site-packages holds one `.pth` line naming this interpreter's site-packages: the pinned heavy
+dependencies (torch, executorch) are reused, not reinstalled, and nothing is downloaded. A plain
+path line in a `.pth` does not run the other `.pth` files of that folder, so the checkout's
+editable install stays invisible there; the test checks `hil` is imported from the new venv.
+From an unrelated folder it then runs `hil run --board qemu` and a small user project's
+`pytest --board qemu`, written the way the README shows.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DATA_FOLDERS = ("boards", "budgets", "firmware")
+
+USER_TESTS = textwrap.dedent(
+    """
+    import pytest
+
+    def test_cifar10_is_fast_enough(hil_profile):
+        run = hil_profile("cifar10", delegate="none", iterations=2)
+        assert run.profile["totals_us"]["method_execute"] < 2_000_000
+
+    @pytest.mark.hil_budget(total_us=5_000_000)
+    def test_my_model_within_budget(hil_profile):
+        run = hil_profile("my_model.py:factory", iterations=2)
+        assert run.profile["model"] == "my_model"
+
+    def test_my_own_image_on_the_board(hil_board):
+        from hil.aot.export import export_model
+        from hil.buffers.simulated import simulated_buffer
+        from hil.firmware.qemu_image import build_qemu_image
+
+        compiled = export_model("cifar10", delegate="neutron-sim")
+        buffer = simulated_buffer(compiled, iterations=2, clock_mhz=324)
+        elf = build_qemu_image(buffer.etdump, buffer.console_lines, runs=2)  # stands in for the user's build
+        hil_board.flash(elf)
+        hil_board.configure(iterations=2)
+        hil_board.run_to("hil_etdump_ready")
+        hil_board.read_etdump("hil_etdump_result")
+        assert hil_board.profile(compiled.etrecord_path)["npu_fraction"] > 0
+        hil_board.console.expect(r"Inference time: \d+ us", timeout=5)
+
+    def test_the_board_file_came_from_the_package(hil_board_config):
+        assert hil_board_config.name == "qemu" and hil_board_config.clock_mhz > 0
+        assert "site-packages" in str(hil_board_config.source)
+    """
+)
+
+USER_MODEL = textwrap.dedent(
+    """
+    import torch
+
+    class Small(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.fc = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            return torch.relu(self.fc(x))
+
+    def factory():
+        return Small().eval(), (torch.randn(1, 16),)
+    """
+)
+
+
+def _tracked_files() -> list[str]:
+    """The files a fresh clone has (what the wheel is built from)."""
+    done = subprocess.run(["git", "-C", str(REPO), "ls-files"], capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        pytest.fail(f"git ls-files failed in {REPO}: {done.stderr}")
+    return [line for line in done.stdout.splitlines() if (REPO / line).is_file()]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("wheel")
+    src = work / "src"
+    tracked = _tracked_files()
+    for name in tracked:
+        if name.split("/")[0] in ("hil", *DATA_FOLDERS) or name in ("pyproject.toml", "setup.py", "README.md"):
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, src / name)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+         "-w", str(work / "dist"), str(src)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (built,) = (work / "dist").glob("et_hil-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
+    (site,) = root.glob("lib/python*/site-packages")
+    (site / "et_hil_base.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    done = subprocess.run(
+        [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--ignore-installed",
+         str(wheel)],
+        capture_output=True, text=True, timeout=300, env=_clean_env(),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """The environment without anything that would point Python back at the checkout."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    return {**env, **extra}
+
+
+def test_the_wheel_carries_every_board_budget_and_firmware_file(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    expected = {f"hil/data/{name}" for name in _tracked_files() if name.split("/")[0] in DATA_FOLDERS}
+    assert expected and expected <= names, sorted(expected - names)
+    assert not [n for n in names if "/build/" in n or n.endswith((".o", ".elf"))]
+
+
+def test_hil_run_from_an_unrelated_folder(venv, tmp_path):
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import hil; print(hil.__file__)"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=60, env=_clean_env())
+    assert where.stdout.startswith(str(venv)), where.stdout + where.stderr  # the wheel, not the checkout
+    out = tmp_path / "run"
+    done = subprocess.run([str(venv / "bin" / "hil"), "run", "--board", "qemu", "--model", "cifar10", "--out", str(out),
+                           "--iterations", "2"], cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                          env=_clean_env())
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Method::execute" in done.stdout
+    for name in ("model.pte", "trace.etdump", "serial.log", "profile.json", "manifest.json"):
+        assert (out / name).is_file(), name
+
+
+def test_a_user_project_runs_its_own_tests_with_the_fixtures(venv, tmp_path):
+    project = tmp_path / "my-project"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_perf.py").write_text(USER_TESTS)
+    (project / "my_model.py").write_text(USER_MODEL)
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--board",
+                           "qemu", "tests"], cwd=project, capture_output=True, text=True, timeout=900,
+                          env=_clean_env())
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "4 passed" in done.stdout
+    assert list((project / "hil-artifacts").glob("*/*/profile.json"))
+
+
+def test_the_rt700_firmware_sources_come_out_of_the_package(venv, tmp_path):
+    out = tmp_path / "fw"
+    done = subprocess.run([str(venv / "bin" / "hil"), "firmware-sources", "--out", str(out)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env=_clean_env())
+    assert done.returncode == 0, done.stderr
+    for name in _tracked_files():
+        parts = name.split("/")
+        if parts[0] == "firmware" and parts[1] in ("rt700", "common"):
+            copied = out.joinpath(*parts[1:])
+            assert copied.read_bytes() == (REPO / name).read_bytes(), name
