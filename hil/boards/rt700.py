@@ -19,7 +19,7 @@ from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
 from hil.errors import HilError, TargetError
 from hil.options import OVERRIDES
-from hil.probe.gdbserver import PyocdGdbServer
+from hil.probe.gdbserver import PyocdGdbServer, end_stale_gdbservers
 from hil.probe.lock import ProbeLock
 from hil.probe.pyocd_flash import FlashReport, ProbeSettings, flash_image, resolve_probe_id
 from hil.road.capture import RunContext, read_out_etdump
@@ -85,6 +85,8 @@ class Rt700Board:
         self._lock = lock
         if lock.takeover is not None:
             self.notes.append(f"took over a stale lock on probe {self.probe_id} left by {lock.takeover.describe()}")
+        # Holding the lock, no live job runs a server for this probe: any left is a dead job's, holding the probe.
+        self.notes.extend(end_stale_gdbservers(self.probe_id))
         self._timed("lock_probe", start)
 
     def _open_serial(self) -> None:
