@@ -151,6 +151,9 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
         if simulation is not None:
             atomic.write_json(out / "simulation.json", simulation)
         capture = _run_on_board(request, image, plan, timer)
+        provenance["etdump_crc32"] = capture.crc32
+        if capture.notes:
+            provenance["board_notes"] = capture.notes
         console = parse_console(capture.console)
         with timer.step("analyse"):
             profile = build_profile(

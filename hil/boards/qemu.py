@@ -110,6 +110,7 @@ class QemuBoard:
             etdump=etdump,
             result_addr=result.address,
             steps_s=dict(self.steps_s),
+            crc32=result.crc_record(etdump),
             exit_code=exit_code,
         )
 

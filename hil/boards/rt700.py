@@ -176,7 +176,9 @@ class Rt700Board:
             etdump=etdump,
             result_addr=result.address,
             steps_s=dict(self.steps_s),
+            crc32=result.crc_record(etdump),
             exit_code=None,  # a bare-metal board has no exit status
+            notes=list(self.notes),
         )
 
     def _close_parts(self, *attrs: str) -> None:
