@@ -7,8 +7,16 @@ import sys
 from pathlib import Path
 
 from hil.config import BoardConfig, load_board_config
-from hil.errors import HilError
+from hil.errors import HilError, InputError
 from hil.options import OVERRIDES, overrides_from
+
+# Exit statuses: 0 done, 1 the run (or check) failed, 2 the inputs were refused before any work
+# (argparse uses 2 for unknown options too), 130 interrupted.
+EXIT_FAILED, EXIT_INPUT = 1, 2
+
+
+def exit_status(exc: HilError) -> int:
+    return EXIT_INPUT if isinstance(exc, InputError) else EXIT_FAILED
 
 
 def _add_board_options(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -38,13 +46,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
         delegate="none" if args.no_delegate else args.delegate,
         seed=args.seed,
         jitter=args.jitter,
+        wait=args.wait,
     )
     report = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
     try:
         result = run_profile(request, report=report)
     except HilError as exc:
-        print(f"hil run: {exc}\n(artifacts kept in {args.out})", file=sys.stderr)
-        return 1
+        kept = f"\n(artifacts kept in {args.out})" if (Path(args.out) / "manifest.json").is_file() else ""
+        print(f"hil run: {exc}{kept}", file=sys.stderr)
+        return exit_status(exc)
     print(format_table(result.profile))
     print(f"\nartifacts: {result.out_dir}")
     return 0
@@ -101,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-delegate", action="store_true", help="keep a CPU-only program")
     run.add_argument("--seed", type=int, default=0, help="seed of the simulated cost model")
     run.add_argument("--jitter", type=float, default=None, help="relative run-to-run jitter of the simulation")
+    run.add_argument("--wait", action="store_true",
+                     help="wait for another run writing --out to finish (default: refuse at once)")
     run.add_argument("-v", "--verbose", action="store_true", help="print each step and its duration")
     run.set_defaults(func=_cmd_run)
 
@@ -158,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except HilError as exc:
         print(f"hil {args.command}: {exc}", file=sys.stderr)
-        return 1
+        return exit_status(exc)
     except KeyboardInterrupt:
         print(f"hil {args.command}: interrupted", file=sys.stderr)
         return 130

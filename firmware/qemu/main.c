@@ -110,19 +110,19 @@ static int take_run_config(void)
 #if HIL_FAULT
 /* The crashing or hanging "model run" of the HIL_FAULT variants; noinline, so it is the faulting
  * function in the harness's report, with its own file and line. */
-__attribute__((noinline)) static uint32_t replay_bus_fault(void)
+__attribute__((noinline, noipa)) static uint32_t replay_bus_fault(void)
 {
     return *(volatile uint32_t *)UNMAPPED_ADDRESS;
 }
 
-__attribute__((noinline)) static void replay_undefined_instruction(void)
+__attribute__((noinline, noipa)) static void replay_undefined_instruction(void)
 {
     __asm__ volatile("udf #0");
 }
 
 volatile uint32_t replay_hang_counter;
 
-__attribute__((noinline)) static void replay_hang(void)
+__attribute__((noinline, noipa)) static void replay_hang(void)
 {
     for (;;) {
         replay_hang_counter++;

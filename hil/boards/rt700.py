@@ -23,6 +23,7 @@ from hil.probe.gdbserver import PyocdGdbServer, end_stale_gdbservers
 from hil.probe.lock import ProbeLock
 from hil.probe.pyocd_flash import FlashReport, ProbeSettings, flash_image, resolve_probe_id
 from hil.road.capture import RunContext, read_out_etdump
+from hil.road.forensics import FaultWatch
 from hil.road.gdbmi import GdbMiSession
 from hil.road.run_config import run_planned
 from hil.road.serial_reader import SerialReader
@@ -147,7 +148,8 @@ class Rt700Board:
             self._gdb.reset(monitor="reset halt")
             self._timed("connect_gdb", start)
 
-            ctx = RunContext(self.cfg.name, self.cfg.breakpoint, serial, self._gdb.transcript_path, self.image)
+            ctx = RunContext(self.cfg.name, self.cfg.breakpoint, serial, self._gdb.transcript_path, self.image,
+                             faults=FaultWatch(self.cfg.fault_handlers), fault_path=self.workdir / "fault.json")
             start = time.monotonic()
             # At least a second, as before: a slow gdbserver start must not leave the target no time at all.
             run_planned(self._gdb, ctx, plan, max(deadline, time.monotonic() + 1.0), rebuild=REBUILD_HINT)

@@ -15,7 +15,8 @@ from typing import Any
 
 from hil.atomic import write_bytes
 from hil.config import MemoryRegion
-from hil.errors import TargetError, TimeoutExpired
+from hil.errors import TargetError, TargetFault, TargetHang, TimeoutExpired
+from hil.road.forensics import FaultReport, FaultWatch, examine_fault, examine_hang, write_fault_json
 from hil.road.gdbmi import GdbMiSession, StopEvent
 from hil.road.serial_reader import SerialReader
 
@@ -40,6 +41,9 @@ class RunContext:
     serial: SerialReader
     transcript: Path
     image: Path | None = None
+    # Breakpoints on the fault handlers (armed by run_planned), and where a fault or hang report goes.
+    faults: FaultWatch | None = None
+    fault_path: Path | None = None
 
     def failure(self, what: str, error: type[TargetError] = TargetError) -> TargetError:
         image = f"image {self.image}, " if self.image is not None else ""
@@ -48,6 +52,24 @@ class RunContext:
             f" last console lines:\n{self.serial.describe_tail()}\n"
             f"(serial log: {self.serial.log_path}; GDB transcript: {self.transcript})"
         )
+
+    def forensic_failure(self, report: FaultReport) -> TargetError:
+        """A fault or hang: its summary first (`BusFault: ... at 0x..., in f (file.c:line)`), then the
+        evidence; the report goes to fault.json as well."""
+        written = "not written"
+        if self.fault_path is not None:
+            try:
+                written = str(write_fault_json(self.fault_path, report, board=self.board,
+                                               image=None if self.image is None else str(self.image)))
+            except OSError as exc:
+                written = f"not written: {exc}"
+        details = "".join(f"\n  {line}" for line in report.details())
+        message = (
+            f"{report.summary} [board '{self.board}']{details}\n  last console lines:\n{self.serial.describe_tail()}\n"
+            f"(fault report: {written}; serial log: {self.serial.log_path}; GDB transcript: {self.transcript})"
+        )
+        error = TargetHang if report.kind == "hang" else TargetFault
+        return error(message, fault=report.to_dict())
 
 
 @dataclass(frozen=True)
@@ -81,10 +103,10 @@ def continue_to_breakpoint(gdb: GdbMiSession, ctx: RunContext, number: int, time
     try:
         stop = gdb.continue_until_stop(timeout)
     except TimeoutExpired:
-        where = _interrupt(gdb)
-        raise ctx.failure(f"breakpoint not reached within {timeout:.1f} s (target {where})", TimeoutExpired) from None
+        raise _hang(gdb, ctx, f"breakpoint '{ctx.breakpoint}' not reached within {timeout:.1f} s") from None
     except TargetError as exc:
         raise ctx.failure(f"lost the debugger before the breakpoint: {exc}") from exc
+    raise_if_fault(gdb, ctx, stop)
     if stop.reason != "breakpoint-hit" or stop.breakpoint != number:
         if stop.target_gone:
             ctx.serial.wait_ended(CONSOLE_LAG_S / 5)  # let the console's last lines arrive for the message
@@ -92,13 +114,33 @@ def continue_to_breakpoint(gdb: GdbMiSession, ctx: RunContext, number: int, time
     return stop
 
 
-def _interrupt(gdb: GdbMiSession) -> str:
-    """Halt a target that ran past its deadline; say where it was, for the error message."""
+def raise_if_fault(gdb: GdbMiSession, ctx: RunContext, stop: StopEvent) -> None:
+    """When `stop` is at a fault handler's breakpoint: examine the fault and raise it as TargetFault."""
+    handler = ctx.faults.handler_hit(stop) if ctx.faults is not None else None
+    if handler is None:
+        return
+    try:
+        report = examine_fault(gdb, handler)
+    except TargetError as exc:  # the debugger went away mid-examination: say what is known
+        raise ctx.failure(f"the target stopped in fault handler {'/'.join(handler)}; examining it failed: {exc}",
+                          TargetFault) from exc
+    raise ctx.forensic_failure(report)
+
+
+def _hang(gdb: GdbMiSession, ctx: RunContext, what: str) -> TargetError:
+    """Halt a target that ran past its deadline and say where it was (and what fault, if it sits in one)."""
     try:
         stop = gdb.interrupt(INTERRUPT_S)
     except TargetError as exc:
-        return f"could not be interrupted: {exc}"
-    return f"interrupted: {stop.describe()}"
+        return ctx.failure(f"{what} (target could not be interrupted: {exc})", TimeoutExpired)
+    if ctx.faults is None or stop.target_gone:
+        return ctx.failure(f"{what} (target interrupted: {stop.describe()})", TimeoutExpired)
+    try:
+        report = examine_hang(gdb, what)
+    except TargetError as exc:
+        return ctx.failure(f"{what} (target interrupted: {stop.describe()}; examining it failed: {exc})",
+                           TimeoutExpired)
+    return ctx.forensic_failure(report)
 
 
 def read_result(gdb: GdbMiSession, ctx: RunContext, expr: str, regions: list[MemoryRegion]) -> EtdumpResult:
