@@ -52,7 +52,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         result = run_profile(request, report=report)
     except HilError as exc:
-        kept = f"\n(artifacts kept in {args.out})" if (Path(args.out) / "manifest.json").is_file() else ""
+        # An input refused is one line; a failed run also says where its evidence is.
+        kept = "" if isinstance(exc, InputError) else f"\n(artifacts kept in {args.out})"
         print(f"hil run: {exc}{kept}", file=sys.stderr)
         return exit_status(exc)
     print(format_table(result.profile))

@@ -67,8 +67,8 @@ def check_counts(cfg: "BoardConfig", iterations: Any, warmup: Any) -> None:
     limit = max_runs(cfg)
     if iterations + warmup > limit:
         raise InputError(
-            f"iterations {iterations} + warm-up {warmup} = {iterations + warmup} runs exceed board"
-            f" '{cfg.name}''s limit of {limit} (limits.max_runs, the firmware's HIL_MAX_RUNS)"
+            f"iterations {iterations} + warm-up {warmup} = {iterations + warmup} runs: more than the {limit}"
+            f" board '{cfg.name}' allows (limits.max_runs, the firmware's HIL_MAX_RUNS)"
         )
 
 
