@@ -9,6 +9,9 @@ import textwrap
 import uuid
 from pathlib import Path
 
+import pytest
+from orphans import left_after, processes_tagged
+
 REPO = Path(__file__).resolve().parents[2]
 TARGET_NAMES = ("qemu-system-arm", "gdb-multiarch")
 
@@ -26,22 +29,6 @@ CHILD_TESTS = textwrap.dedent(
             hil_profile("cifar10", delegate="none", iterations=1, board=broken)
     """
 )
-
-
-def processes_tagged(tag: str) -> list[str]:
-    """Command lines of live processes whose environment carries `tag` (children inherit it)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            environ = (proc / "environ").read_bytes()
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if f"HIL_SESSION_TAG={tag}".encode() in environ:
-            found.append(cmdline)
-    return found
 
 
 def test_a_pytest_session_leaves_no_qemu_or_gdb_running(tmp_path):
@@ -225,3 +212,80 @@ def test_a_gdbserver_that_outlived_its_job_is_ended_by_the_next_job(tmp_path, mo
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+# --- `kill -9` of `hil run` at any moment: while it connects, at the breakpoint, with a hanging target ---
+
+def start_hil_run(out: Path, tag: str, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "hil.cli", "run", "--board", "qemu", "--model", "cifar10", "--no-delegate",
+         "--iterations", "1", "--out", str(out), *extra],
+        cwd=REPO, env={**os.environ, "HIL_SESSION_TAG": tag}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
+def wait_until(condition, proc: subprocess.Popen, timeout: float = 300, poll: float = 0.005) -> bool:
+    """Poll `condition` until it holds (True), or the run ended or the time ran out (False)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if condition():
+            return True
+        time.sleep(poll)
+    return False
+
+
+def read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+MOMENTS = {
+    # QEMU is up, gdb is attaching: the moment the issue saw QEMU left halted, holding two ports.
+    "connect": lambda out, tag: any("qemu-system-arm" in cmd for cmd in processes_tagged(tag)),
+    # gdb reports the stop at hil_etdump_ready; the harness is reading the ETDump.
+    "breakpoint": lambda out, tag: '"func":"hil_etdump_ready"' in read(out / "mi.log"),
+    # the image printed its console and spins in replay_hang(): QEMU at full speed.
+    "hang": lambda out, tag: "Starting the model execution" in read(out / "serial.log"),
+}
+
+
+@pytest.fixture(scope="module")
+def hanging_elf() -> Path:
+    from hil.firmware.qemu_image import build_qemu_image
+
+    return build_qemu_image(bytes(64), ["Starting the model execution..."], runs=1, fault="hang")
+
+
+@pytest.mark.parametrize("moment", list(MOMENTS))
+def test_sigkill_of_hil_run_leaves_no_process(tmp_path, hanging_elf, moment):
+    import signal
+    import time
+
+    extra = ("--elf", str(hanging_elf), "--timeout", "600") if moment == "hang" else ()
+    for attempt in range(5):  # the breakpoint is passed in milliseconds: try again if the kill came late
+        out, tag = tmp_path / f"run{attempt}", uuid.uuid4().hex
+        run = start_hil_run(out, tag, *extra)
+        try:
+            reached = wait_until(lambda: MOMENTS[moment](out, tag), run)
+            if reached and moment == "hang":
+                time.sleep(1.0)  # spinning for a while
+            run.send_signal(signal.SIGSTOP)  # freeze it at that moment, then kill it outright
+            target_up = any("qemu-system-arm" in cmd for cmd in processes_tagged(tag))
+            run.send_signal(signal.SIGKILL)
+            assert run.wait(timeout=30) == -signal.SIGKILL
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        start = time.monotonic()
+        left = left_after(tag, 5.0)
+        assert left == [], f"left running {time.monotonic() - start:.1f} s after kill -9 at {moment}: {left}"
+        assert (out / "qemu.log").is_file()  # what it captured is kept
+        assert moment == "connect" or (out / "serial.log").is_file()
+        if reached and target_up:
+            return
+    pytest.fail(f"never caught hil run {moment} with QEMU up in 5 attempts")
