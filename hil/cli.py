@@ -66,9 +66,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
     import shutil
 
     from hil.aot.export import export_model
+    from hil.inputs import writable_folder
 
+    writable_folder(args.out)  # before the export, which can take minutes
     compiled = export_model(args.model, delegate=args.delegate)
-    args.out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(compiled.pte_path, args.out / "model.pte")
     shutil.copyfile(compiled.etrecord_path, args.out / "etrecord.bin")
     if compiled.extra.get("conversion_log"):

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, replace
 
 from hil.analysis.console import RUN_CONFIG_ANY, RunConfig, parse_run_config
-from hil.errors import TargetError
+from hil.errors import TargetError, TargetFault, TargetHang
 from hil.inputs import whole_number
 from hil.road.capture import CONSOLE_LAG_S, RunContext, continue_to_breakpoint, run_to_breakpoint
 from hil.road.gdbmi import GdbMiSession, StopEvent
@@ -69,8 +69,8 @@ def run_planned(
     try:
         stop = run_to_breakpoint(gdb, ctx, _left(deadline))
     except TargetError as exc:
-        problem = _early_stop_reason(ctx.serial.text[start:], plan)
-        if problem is None:
+        problem = None if isinstance(exc, (TargetFault, TargetHang)) else _early_stop_reason(ctx.serial.text[start:], plan)
+        if problem is None:  # a fault or hang report says more than any console line
             raise
         raise ctx.failure(problem, type(exc)) from exc
     check_echo(ctx, plan, min(CONSOLE_LAG_S, max(1.0, _left(deadline))))
