@@ -13,16 +13,18 @@ import sys
 from pathlib import Path
 
 from hil.config import BoardConfig, load_board_config
-from hil.errors import AnalysisError, BoardConfigError, HilError, ModelError
+from hil.errors import AnalysisError, HilError, InputError, ModelError
 from hil.options import OVERRIDES, overrides_from
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 EXIT_CODES_HELP = (
     "exit status: 0 ok; 1 a test or regression failure; 2 a usage or input error (options, board file, model, "
-    "files); 3 a board or infrastructure error (target, debugger, toolchain)"
+    "files), refused before any work; 3 a board or infrastructure error (target, debugger, toolchain); "
+    "130 interrupted"
 )
-# Errors in what the user gave us; every other HilError is the board's or the machine's.
-INPUT_ERRORS = (BoardConfigError, ModelError, AnalysisError)
+# Errors in what the user gave us (a board file error is an InputError); every other HilError is the
+# board's or the machine's.
+INPUT_ERRORS = (InputError, ModelError, AnalysisError)
 
 
 def exit_code_for(exc: HilError) -> int:
@@ -60,6 +62,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         delegate="none" if args.no_delegate else args.delegate,
         seed=args.seed,
         jitter=args.jitter,
+        wait=args.wait,
     )
     from hil.progress import for_stream
 
@@ -67,7 +70,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         result = run_profile(request, progress=progress)
     except HilError as exc:
-        print(f"hil run: {exc}\n(artifacts kept in {args.out})", file=sys.stderr)
+        # An input refused is one line; a failed run also says where its evidence is.
+        kept = "" if isinstance(exc, InputError) else f"\n(artifacts kept in {args.out})"
+        print(f"hil run: {exc}{kept}", file=sys.stderr)
         return exit_code_for(exc)
     if args.json:
         print(json.dumps({"artifacts": str(result.out_dir), "profile": result.profile}, indent=2))
@@ -82,9 +87,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
     import shutil
 
     from hil.aot.export import export_model
+    from hil.inputs import writable_folder
 
+    writable_folder(args.out)  # before the export, which can take minutes
     compiled = export_model(args.model, delegate=args.delegate)
-    args.out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(compiled.pte_path, args.out / "model.pte")
     shutil.copyfile(compiled.etrecord_path, args.out / "etrecord.bin")
     if compiled.extra.get("conversion_log"):
@@ -135,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the simulated cost model")
     run.add_argument("--jitter", type=float, default=None, metavar="F",
                      help="relative run-to-run jitter of the simulation")
+    run.add_argument("--wait", action="store_true",
+                     help="wait for another run writing --out to finish (default: refuse at once)")
     run.add_argument("-v", "--verbose", action="store_true", help="also print each step's duration as it ends")
     run.add_argument("-q", "--quiet", action="store_true", help="print no step lines or progress bars")
     run.add_argument("--json", action="store_true", help="print the profile as JSON instead of the table")

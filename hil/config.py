@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from hil.board_schema import path_keys, validate
-from hil.errors import BoardConfigError
+from hil.errors import BoardConfigError, InputError
+from hil.inputs import finite_number
 from hil.paths import BOARDS_DIR
 
 BOARDS_ENV = "HIL_BOARDS_DIR"
@@ -65,8 +66,14 @@ class BoardConfig:
 
     @property
     def clock_mhz(self) -> float:
-        """The core clock; required where ticks become microseconds (the schema refuses <= 0)."""
-        return float(self.require("board.clock_mhz"))
+        """`board.clock_mhz`: a positive, finite number (the schema checks the file; this also covers --clock-mhz)."""
+        value = self.get("board.clock_mhz")
+        if value is None:
+            raise BoardConfigError(f"board '{self.name}' ({self.source}): missing setting 'board.clock_mhz'")
+        try:
+            return finite_number(value, f"board '{self.name}' ({self.source}): board.clock_mhz", above=0)
+        except InputError as exc:
+            raise BoardConfigError(str(exc)) from None
 
     @property
     def gdb(self) -> str:
@@ -79,6 +86,20 @@ class BoardConfig:
     @property
     def result_expr(self) -> str:
         return str(self.get("debug.result_expr", "hil_etdump_result"))
+
+    @property
+    def fault_handlers(self) -> tuple[str, ...]:
+        """`debug.fault_handlers`: the fault handlers the debugger breaks on to examine a fault
+        (default: the CMSIS / MCUXpresso names, hil.road.forensics.DEFAULT_FAULT_HANDLERS)."""
+        from hil.road.forensics import DEFAULT_FAULT_HANDLERS
+
+        names = self.get("debug.fault_handlers", list(DEFAULT_FAULT_HANDLERS))
+        if not isinstance(names, list) or not all(isinstance(n, str) and n.isidentifier() for n in names):
+            raise BoardConfigError(
+                f"board '{self.name}' ({self.source}): debug.fault_handlers must be a list of function names,"
+                f" not {names!r}"
+            )
+        return tuple(names)
 
     @property
     def ram_regions(self) -> list[MemoryRegion]:

@@ -7,12 +7,21 @@ class HilError(Exception):
     """A failure the user can act on; the message says what, where, and which file holds the evidence."""
 
 
-class BoardConfigError(HilError):
+class InputError(HilError):
+    """The user asked for something the harness refuses before doing any work (exit status 2):
+    a count, time or path out of range, a board file value, a model that does not fit the board."""
+
+
+class BoardConfigError(InputError):
     """A board file is missing, unreadable or holds a bad value."""
 
 
 class ModelError(HilError):
     """A model spec cannot be found, imported, or exported."""
+
+
+class ModelSpecError(ModelError, InputError):
+    """A model spec names no model: an unknown built-in, a missing file, a malformed `file.py:factory`."""
 
 
 class BuildError(HilError):
@@ -29,3 +38,19 @@ class TimeoutExpired(TargetError):
 
 class AnalysisError(HilError):
     """An ETDump or ETRecord cannot be read or does not fit together."""
+
+
+class TargetFault(TargetError):
+    """The target took a fault (HardFault, BusFault, ...); `fault` is the report written to fault.json."""
+
+    def __init__(self, message: str, fault: dict | None = None) -> None:
+        super().__init__(message)
+        self.fault = fault or {}
+
+
+class TargetHang(TimeoutExpired):
+    """The target ran past its deadline without reaching the breakpoint; `fault` says where it was."""
+
+    def __init__(self, message: str, fault: dict | None = None) -> None:
+        super().__init__(message)
+        self.fault = fault or {}

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import os
 import platform
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from hil import atomic
+from hil.errors import AnalysisError
 from hil.paths import REPO_ROOT, in_checkout
 
 MANIFEST_NAME = "manifest.json"
@@ -78,17 +81,24 @@ def versions() -> dict[str, str | None]:
     return found
 
 
-def describe_files(folder: Path) -> dict[str, dict[str, Any]]:
-    """sha256 and size of every regular file in `folder` except the manifest itself."""
+def describe_files(folder: Path, names: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+    """sha256 and size of the files `names` in `folder` that exist (default: every regular file
+    below it), the manifest itself and dot files excepted."""
+    paths = sorted(folder.rglob("*")) if names is None else [folder / name for name in sorted(set(names))]
     files = {}
-    for path in sorted(folder.rglob("*")):
+    for path in paths:
         if path.is_file() and path.name != MANIFEST_NAME and not path.name.startswith("."):
             files[str(path.relative_to(folder))] = {"sha256": sha256_file(path), "size": path.stat().st_size}
     return files
 
 
-def write_manifest(folder: Path, provenance: dict[str, Any]) -> dict[str, Any]:
-    """Describe the folder as it is now; called at the end of a run, failed or not."""
+def write_manifest(folder: Path, provenance: dict[str, Any], names: Iterable[str] | None = None) -> dict[str, Any]:
+    """Describe the folder as it is now; called at the end of a run, failed or not.
+
+    `names`: the run's own files. A run folder may sit among other files (a `--out` that already
+    held data): only the run's are hashed, so an unrelated 4 GB file neither slows the manifest nor
+    appears in it.
+    """
     manifest = {
         "schema": "et-hil/manifest/1",
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -96,7 +106,22 @@ def write_manifest(folder: Path, provenance: dict[str, Any]) -> dict[str, Any]:
         "project_commit": project_commit(),  # the commit of the project that ran et-hil
         "versions": versions(),
         **provenance,
-        "files": describe_files(folder),
+        "files": describe_files(folder, names),
     }
     atomic.write_json(folder / MANIFEST_NAME, manifest)
     return manifest
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """manifest.json of a run folder; AnalysisError naming the file when it is missing or not a JSON
+    object (a corrupt file beside a trace must cost a clear message, never a traceback)."""
+    path = Path(folder) / MANIFEST_NAME
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError as exc:
+        raise AnalysisError(f"{path}: no such file") from exc
+    except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError; deep nesting recurses
+        raise AnalysisError(f"{path}: not a readable manifest ({type(exc).__name__}: {str(exc)[:200]})") from exc
+    if not isinstance(data, dict):
+        raise AnalysisError(f"{path}: not a manifest: a JSON {type(data).__name__}, not an object")
+    return data

@@ -10,6 +10,7 @@ command line works there too.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 PREFIX = "hil-"
@@ -44,6 +45,11 @@ def _int_auto(text: str) -> int:
     return int(text, 0)
 
 
+def _absolute_path(text: str) -> str:
+    """A path given on the command line is the user's, relative to where they are, not to the board file."""
+    return str(Path(text).expanduser().absolute())
+
+
 OVERRIDES: tuple[Override, ...] = (
     Override("clock-mhz", "board.clock_mhz", float, "MHZ", "core clock in MHz (ticks -> us)"),
     Override("gdb", "debug.gdb", str, "EXE", "GDB executable (gdb-multiarch)"),
@@ -55,7 +61,8 @@ OVERRIDES: tuple[Override, ...] = (
     Override("swd-frequency", "pyocd.frequency_hz", _int_auto, "HZ", "SWD clock in Hz"),
     Override("port", "serial.url", str, "URL", "serial console: /dev/ttyACM0, hwgrep://VID:PID or rfc2217://host:port"),
     Override("baudrate", "serial.baudrate", int, "BAUD", "serial console baud rate"),
-    Override("elf", "firmware.elf", str, "ELF", "firmware ELF to flash (RT700)"),
+    Override("elf", "firmware.elf", _absolute_path, "ELF",
+             "firmware ELF to flash (RT700; on QEMU: your own mps2-an505 image instead of the replay image)"),
 )
 
 

@@ -7,32 +7,37 @@ run folder always ends with a manifest describing what it holds, whether the run
 from __future__ import annotations
 
 import shutil
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil import atomic
+from hil import atomic, inputs
 from hil.analysis.console import parse_console
 from hil.analysis.profile import TimeScale, build_profile
-from hil.aot.export import CompiledModel, export_model, is_cached
-from hil.boards import open_board
+from hil.aot.export import CompiledModel, available_delegates, export_model, is_cached
+from hil.aot.models import resolve_spec
+from hil.boards import KINDS, open_board
 from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
-from hil.errors import BoardConfigError, HilError
+from hil.errors import BoardConfigError, HilError, InputError
 from hil.firmware.elf_model import check_image_carries
 from hil.manifest import sha256_file, write_manifest
-from hil.regress.stats import drop_warmup
 from hil.progress import Progress
+from hil.regress.stats import drop_warmup
+from hil.run_folder import RunFolderLock
 from hil.steps import StepTimer
 
 DEFAULT_ITERATIONS = 5
 # What a run writes into its folder; a new run in the same folder starts by removing these, so
-# logs that are appended to (serial.log, mi.log) never mix two runs. Nothing else is touched.
+# logs that are appended to (serial.log, mi.log) never mix two runs, and the manifest describes
+# these alone. Nothing else in the folder is touched or hashed.
 RUN_FILES = (
     "model.pte", "etrecord.bin", "trace.etdump", "serial.log", "mi.log", "qemu.log", "profile.json",
-    "simulation.json", "neutron_convert.log", "manifest.json", "error.txt", "trace.json",
+    "simulation.json", "neutron_convert.log", "manifest.json", "error.txt", "trace.json", "fault.json",
+    "gdb-mi.log", "gdbserver.log",
 )
 
 
@@ -50,6 +55,7 @@ class RunRequest:
     seed: int = 0
     jitter: float | None = None
     image_options: dict[str, Any] = field(default_factory=dict)
+    wait: bool = False  # for another run holding out_dir, instead of failing at once
 
 
 @dataclass
@@ -83,46 +89,85 @@ def choose_delegate(request: RunRequest, report: Callable[[str], None] | None = 
     return "neutron-sim"
 
 
+@dataclass(frozen=True)
+class CheckedRequest:
+    """What the input checks settled: the plan, the board-run timeout, the delegate, a user's ELF."""
+
+    plan: RunPlan
+    timeout_s: float
+    delegate: str
+    jitter: float
+    elf: Path | None
+
+
+def check_request(request: RunRequest, report: Callable[[str], None] | None = None) -> CheckedRequest:
+    """Every input the user can get wrong, checked before any work (hil.inputs); InputError otherwise."""
+    cfg = request.board
+    if cfg.kind not in KINDS:
+        raise BoardConfigError(f"board '{cfg.name}' ({cfg.source}): unknown kind '{cfg.kind}' (known: {', '.join(KINDS)})")
+    inputs.check_counts(cfg, request.iterations, request.warmup)
+    plan = RunPlan(request.iterations, request.warmup)
+    timeout = inputs.run_timeout(cfg, request.timeout_s)
+    jitter = inputs.jitter(cfg, request.jitter)
+    _ = cfg.clock_mhz  # a board file's clock that is no positive number fails here
+    resolved = resolve_spec(request.model)
+    if request.delegate is not None and request.delegate not in (*available_delegates(), "auto"):
+        raise InputError(f"unknown delegate '{request.delegate}'; available: {', '.join(available_delegates())}, auto")
+    delegate = choose_delegate(request, report)
+    return CheckedRequest(plan, timeout, delegate, jitter, firmware_elf(cfg, resolved.name, delegate))
+
+
+def firmware_elf(cfg: BoardConfig, model: str, delegate: str) -> Path | None:
+    """The user's firmware image (`firmware.elf`, `--elf`), checked; None on QEMU without one (the replay image).
+
+    The RT700 always runs one; QEMU runs one when given (a user's own mps2-an505 firmware that
+    speaks the handshakes), else the replay image the harness builds. `{model}` and `{delegate}` let
+    one board file serve a suite with an image per program; a relative path in the board file was
+    made absolute against the board file's own folder when the file was read (`--hil-elf` paths
+    arrive absolute, from the working directory).
+    """
+    text = str(cfg.get("firmware.elf", "") or "")
+    if not text:
+        if cfg.kind == "qemu":
+            return None
+        raise BoardConfigError(f"board '{cfg.name}' ({cfg.source}): missing setting 'firmware.elf' (or pass --hil-elf)")
+    elf = Path(text.format(model=model, delegate=delegate)).expanduser()
+    if not elf.is_file() and cfg.kind == "rt700":
+        raise BoardConfigError(
+            f"board '{cfg.name}': firmware image {elf} not found; build it with `hil export --model ... --out DIR`"
+            f" and `make firmware BOARD=rt700 MODEL=DIR/model.pte RT700_BUILD={elf.parent}`, or pass --hil-elf"
+        )
+    return inputs.firmware_elf(elf, f"board '{cfg.name}': firmware image")
+
+
 def _prepare_image(
-    request: RunRequest, compiled: CompiledModel, delegate: str, plan: RunPlan, timer: StepTimer
+    request: RunRequest, compiled: CompiledModel, checked: CheckedRequest, timer: StepTimer
 ) -> tuple[Path, TimeScale, dict | None]:
     """The ELF to flash, how to read the ETDump's ticks, and the simulation's ground truth if any.
 
     The QEMU replay data is synthesised for exactly `plan.runs` inferences (the image refuses any
-    other count); an RT700 image runs whatever count the handshake gives it.
+    other count); a firmware image of the user's runs whatever count the handshake gives it, and its
+    ticks are read as core cycles at the board's clock (the console's `Core/NPU Frequency` wins).
     """
     cfg = request.board
-    if cfg.kind == "qemu":
-        from hil.buffers.simulated import simulated_buffer
-        from hil.firmware.qemu_image import build_qemu_image
+    if checked.elf is not None:
+        if cfg.kind == "rt700":
+            check_image_carries(checked.elf, request.out_dir / "model.pte", board=cfg.name)
+        return checked.elf, TimeScale.core_cycles(cfg.clock_mhz), None
+    from hil.buffers.simulated import simulated_buffer
+    from hil.firmware.qemu_image import build_qemu_image
 
-        jitter = request.jitter if request.jitter is not None else float(cfg.get("simulation.jitter", 0.0))
-        with timer.step("simulate_etdump", f"simulate the ETDump of {compiled.name} ({plan.runs} runs)"):
-            buffer = simulated_buffer(
-                compiled, iterations=plan.runs, clock_mhz=cfg.clock_mhz, seed=request.seed, jitter=jitter
-            )
-        with timer.step("build_image", "build the QEMU replay image"):
-            image = build_qemu_image(buffer.etdump, buffer.console_lines, runs=plan.runs, **request.image_options)
-        return image, buffer.time_scale, buffer.simulation
-    if cfg.kind == "rt700":
-        # `{model}` and `{delegate}` let one board file serve a suite with an image per program.
-        # A relative path was made absolute against the board file's folder when the file was read.
-        elf = Path(str(cfg.require("firmware.elf")).format(model=compiled.name, delegate=delegate))
-        if not elf.is_file():
-            raise BoardConfigError(
-                f"board '{cfg.name}': firmware image {elf} not found; build it with "
-                f"`make firmware BOARD=rt700 MODEL={request.out_dir / 'model.pte'} RT700_BUILD={elf.parent}`"
-                " or pass --hil-elf"
-            )
-        check_image_carries(elf, request.out_dir / "model.pte", board=cfg.name)
-        return elf, TimeScale.core_cycles(cfg.clock_mhz), None
-    raise BoardConfigError(f"board '{cfg.name}' ({cfg.source}): unknown kind '{cfg.kind}'")
+    runs = checked.plan.runs
+    with timer.step("simulate_etdump", f"simulate the ETDump of {compiled.name} ({runs} runs)"):
+        buffer = simulated_buffer(compiled, iterations=runs, clock_mhz=cfg.clock_mhz, seed=request.seed,
+                                  jitter=checked.jitter)
+    with timer.step("build_image", "build the QEMU replay image"):
+        image = build_qemu_image(buffer.etdump, buffer.console_lines, runs=runs, **request.image_options)
+    return image, buffer.time_scale, buffer.simulation
 
 
 def _import_frameworks(timer: StepTimer) -> None:
     """torch and executorch take seconds to import (more on a cold disk): their own step, not hidden in another."""
-    import sys
-
     if "executorch.devtools" in sys.modules:
         return
     with timer.step("import", "import torch, executorch"):
@@ -136,12 +181,21 @@ def run_profile(
     """Profile one model on one board; artifacts land in `request.out_dir` even when a step fails.
 
     `progress` hears of each step as it starts (hil.progress); `report` gets one line per finished step.
+
+    The folder is locked for the whole run (hil.run_folder): a second run into it fails at once, or
+    waits with `request.wait`. Inputs are checked before any work (hil.inputs).
     """
-    out = Path(request.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in RUN_FILES:
-        (out / name).unlink(missing_ok=True)
-    timer = StepTimer(report, progress)
+    out = inputs.writable_folder(Path(request.out_dir))
+    say = report or (lambda line: print(line, file=sys.stderr))
+    with RunFolderLock(out, wait=request.wait, report=say):
+        for name in RUN_FILES:
+            (out / name).unlink(missing_ok=True)
+        return _run_in(out, request, StepTimer(report, progress))
+
+
+def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
+    """The run itself, in the locked folder `out`; manifest.json is written however it ends."""
+    report = timer.report
     provenance: dict[str, Any] = {
         "model": request.model,
         "board": request.board.name,
@@ -152,8 +206,8 @@ def run_profile(
         "status": "failed",
     }
     try:
-        plan = RunPlan(request.iterations, request.warmup)  # a bad count fails here, before any work
-        delegate = choose_delegate(request, report)
+        checked = check_request(request, report)  # a bad input fails here, before any work
+        delegate = checked.delegate
         _import_frameworks(timer)
         hit = is_cached(request.model, delegate=delegate)
         with timer.step("aot", f"export {request.model} ({'cached' if hit else 'cache miss'}, delegate {delegate})"):
@@ -163,12 +217,16 @@ def run_profile(
         shutil.copyfile(compiled.etrecord_path, out / "etrecord.bin")
         if compiled.extra.get("conversion_log"):
             atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
-        image, time_scale, simulation = _prepare_image(request, compiled, delegate, plan, timer)
+        provenance["model_memory"] = inputs.check_model_fits(request.board, out / "model.pte")
+        image, time_scale, simulation = _prepare_image(request, compiled, checked, timer)
         provenance["firmware_sha256"] = sha256_file(image)
         provenance["firmware"] = str(image)
         if simulation is not None:
             atomic.write_json(out / "simulation.json", simulation)
-        capture = _run_on_board(request, image, plan, timer)
+        capture = _run_on_board(request, image, checked, timer)
+        provenance["etdump_crc32"] = capture.crc32
+        if capture.notes:
+            provenance["board_notes"] = capture.notes
         console = parse_console(capture.console)
         with timer.step("analyse", "analyse the ETDump with the ETRecord"):
             profile = build_profile(
@@ -190,6 +248,10 @@ def run_profile(
         return RunResult(out, profile, compiled, capture, dict(timer.seconds), simulation)
     except HilError as exc:
         provenance["error"] = str(exc)
+        provenance["error_kind"] = "input" if isinstance(exc, InputError) else type(exc).__name__
+        fault = getattr(exc, "fault", None)
+        if fault:
+            provenance["fault"] = fault.get("summary")
         raise
     except Exception as exc:
         provenance["error"] = f"{type(exc).__name__}: {exc}"
@@ -197,19 +259,17 @@ def run_profile(
         raise
     finally:
         provenance["steps_s"] = dict(timer.seconds)
-        write_manifest(out, provenance)
+        write_manifest(out, provenance, RUN_FILES)
 
 
-def _run_on_board(request: RunRequest, image: Path, plan: RunPlan, timer: StepTimer) -> RunCapture:
-    """Flash and run `plan`, always closing the board; the board writes serial.log and trace.etdump into out_dir."""
-    cfg = request.board
-    timeout = request.timeout_s or float(cfg.get("debug.timeout_s", 120))
-    board = open_board(cfg, request.out_dir)
+def _run_on_board(request: RunRequest, image: Path, checked: CheckedRequest, timer: StepTimer) -> RunCapture:
+    """Flash and run the plan, always closing the board; the board writes serial.log and trace.etdump into out_dir."""
+    board = open_board(request.board, request.out_dir)
     try:
-        with timer.step("flash", f"flash {image.name} to {cfg.name}") as advance:
+        with timer.step("flash", f"flash {image.name} to {request.board.name}") as advance:
             board.flash(image, progress=advance)
-        with timer.step("run", f"run {plan.describe()} and read out the ETDump"):
-            capture = board.run(timeout, plan)
+        with timer.step("run", f"run {checked.plan.describe()} and read out the ETDump"):
+            capture = board.run(checked.timeout_s, checked.plan)
     finally:
         board.close()
     trace = request.out_dir / "trace.etdump"

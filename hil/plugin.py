@@ -14,6 +14,7 @@ adds `hil_budget` and the `hil_budget` marker (hil.regress.pytest_regress).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from hil.config import BoardConfig, load_board_config
+from hil.errors import InputError
 from hil.options import OVERRIDES, overrides_from
 from hil.progress import Lines, Progress
 
@@ -63,13 +65,39 @@ def hil_board_config(pytestconfig: pytest.Config) -> BoardConfig:
     return cfg.with_overrides(overrides_from(vars(pytestconfig.option)))
 
 
-def _folder_name(nodeid: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:150]
+# Longest folder name made from a test id (file systems allow 255 bytes; leave room for the hash).
+MAX_FOLDER_NAME = 120
+
+
+def _folder_name(text: str) -> str:
+    """A folder name for a test id or model name: readable, and unique for every distinct `text`.
+
+    Characters outside [A-Za-z0-9_.-] become `_`, so `a/b` and `a b` would meet in one folder, and
+    long ids cut at the same length would too: whenever the name is not `text` itself, a short hash
+    of `text` is appended. The result never is `.` or `..` and holds no separator.
+    """
+    readable = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
+    if readable == text and len(text) <= MAX_FOLDER_NAME and text not in ("", ".", ".."):
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:10]
+    return f"{readable[:MAX_FOLDER_NAME].strip('.')}-{digest}"
+
+
+def artifacts_subfolder(folder: Path, subdir: str) -> Path:
+    """`folder / subdir` for a test's own name of its run folder; InputError for one that would leave
+    `folder` (an absolute path, a `..` part) or name nothing."""
+    parts = Path(subdir).parts
+    if not subdir or Path(subdir).is_absolute() or any(part in ("..", ".") for part in parts):
+        raise InputError(f"hil_profile(subdir={subdir!r}): a relative folder inside {folder} without '..' is needed")
+    out = folder / subdir
+    if not out.resolve().is_relative_to(folder.resolve()):  # a symlink in the way
+        raise InputError(f"hil_profile(subdir={subdir!r}) leads outside {folder} ({out.resolve()})")
+    return out
 
 
 @pytest.fixture
 def hil_artifacts_dir(request: pytest.FixtureRequest) -> Path:
-    """This test's own artifacts folder, kept after the run whatever the outcome."""
+    """This test's own artifacts folder, kept after the run whatever the outcome; one per test id."""
     root = Path(request.config.getoption("hil_artifacts"))
     folder = root / _folder_name(request.node.nodeid)
     folder.mkdir(parents=True, exist_ok=True)
@@ -116,7 +144,10 @@ def hil_profile(
     config = request.config
 
     def profile(model: str, *, subdir: str | None = None, **options: Any) -> Any:
-        out = hil_artifacts_dir / (subdir or _folder_name(model.split(":")[-1] if ":" in model else model))
+        if subdir is not None:
+            out = artifacts_subfolder(hil_artifacts_dir, subdir)
+        else:
+            out = hil_artifacts_dir / _folder_name(model.split(":")[-1] if ":" in model else model)
         options.setdefault("iterations", config.getoption("hil_iterations"))
         options.setdefault("timeout_s", config.getoption("hil_timeout"))
         options.setdefault("warmup", config.getoption("hil_warmup"))

@@ -18,7 +18,7 @@ class StepTimer:
 
     def __init__(self, report: Callable[[str], None] | None = None, progress: Progress | None = None) -> None:
         self.seconds: dict[str, float] = {}
-        self._report = report
+        self.report = report
         self.progress = progress or Progress()
 
     @contextmanager
@@ -34,5 +34,5 @@ class StepTimer:
             elapsed = time.monotonic() - start
             self.seconds[name] = round(self.seconds.get(name, 0.0) + elapsed, 4)
             self.progress.finish(name, elapsed, ok)
-            if self._report:
-                self._report(f"[hil] {name}: {elapsed:.2f} s")
+            if self.report:
+                self.report(f"[hil] {name}: {elapsed:.2f} s")

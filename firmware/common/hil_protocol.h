@@ -47,11 +47,14 @@
 #define HIL_FMT_RUN_CONFIG_REFUSED "HIL error: run config out of range (iterations %u, warm-up %u, at most %u runs)" HIL_EOL
 
 /*
- * The ETDump handshake: printed after get_etdump_data(), before hil_etdump_ready(). Only %x and %u
- * of 32-bit values: the MCUXpresso SDK's PRINTF (debug_console_lite) prints %p as bare hex without
- * "0x" and knows no `z` length modifier unless built with PRINTF_ADVANCED_ENABLE.
+ * The ETDump handshake: printed after get_etdump_data(), before hil_etdump_ready(): address, size
+ * and CRC-32 (hil_crc32.h) of the ETDump. The harness checks the bytes it dumps against the CRC;
+ * a firmware that prints the line without `, crc32: ...` (older ones did) is read without the
+ * check, and the run's manifest says so. Only %x and %u of 32-bit values: the MCUXpresso SDK's
+ * PRINTF (debug_console_lite) prints %p as bare hex without "0x" and knows no `z` length modifier
+ * or flags unless built with PRINTF_ADVANCED_ENABLE.
  */
-#define HIL_FMT_RESULT_BUF "Result buf: 0x%x, size: %u" HIL_EOL
+#define HIL_FMT_RESULT_BUF "Result buf: 0x%x, size: %u, crc32: 0x%x" HIL_EOL
 #define HIL_MSG_PROGRAM_COMPLETE "Program complete, exiting." HIL_EOL
 
 /* Failure: what failed and the ExecuTorch error code (or 0); then the firmware stops. */

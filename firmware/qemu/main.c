@@ -19,8 +19,15 @@
  *                                hil_run_config from the ELF, as in firmware built before they existed;
  *   HIL_RUN_CONFIG_IGNORED=1     a buggy firmware that stops for the debugger but reads the
  *                                configuration before the stop, so it says it runs its defaults and
- *                                replays anyway: what the harness's check of the echo must catch.
+ *                                replays anyway: what the harness's check of the echo must catch;
+ *   HIL_FAULT=1, 2 or 3          a model run that crashes or hangs, after the console lines and
+ *                                before the result: 1 reads an address no device decodes (a precise
+ *                                BusFault), 2 executes an undefined instruction (a UsageFault),
+ *                                3 loops forever (a hang the harness's timeout must catch);
+ *   HIL_RESULT_CRC=1 or 2        1 prints a CRC-32 that is not the ETDump's (what a garbled dump
+ *                                looks like), 2 prints no CRC at all, like firmware from before it.
  */
+#include "hil_crc32.h"
 #include "hil_protocol.h"
 #include "hil_result.h"
 #include "hw.h"
@@ -34,6 +41,18 @@
 #ifndef HIL_RUN_CONFIG_IGNORED
 #define HIL_RUN_CONFIG_IGNORED 0
 #endif
+#ifndef HIL_FAULT
+#define HIL_FAULT 0
+#endif
+#ifndef HIL_RESULT_CRC
+#define HIL_RESULT_CRC 0
+#endif
+
+/* Nothing on mps2-an505 decodes this address (QEMU 7.2, secure alias): a load from it is a precise
+ * data bus error with BFAR = this address, found by experiment. */
+#define UNMAPPED_ADDRESS 0x58000000u
+/* The Result buf line of firmware from before the CRC (the HIL_RESULT_CRC=2 variant). */
+#define REPLAY_FMT_RESULT_BUF_NO_CRC "Result buf: 0x%x, size: %u" HIL_EOL
 
 /* The replay image's own refusals (HIL error lines, like HIL_FMT_ERROR's). */
 #define REPLAY_FMT_WRONG_COUNT \
@@ -88,6 +107,40 @@ static int take_run_config(void)
 }
 #endif
 
+#if HIL_FAULT
+/* The crashing or hanging "model run" of the HIL_FAULT variants; noinline, so it is the faulting
+ * function in the harness's report, with its own file and line. */
+__attribute__((noinline, noipa)) static uint32_t replay_bus_fault(void)
+{
+    return *(volatile uint32_t *)UNMAPPED_ADDRESS;
+}
+
+__attribute__((noinline, noipa)) static void replay_undefined_instruction(void)
+{
+    __asm__ volatile("udf #0");
+}
+
+volatile uint32_t replay_hang_counter;
+
+__attribute__((noinline, noipa)) static void replay_hang(void)
+{
+    for (;;) {
+        replay_hang_counter++;
+    }
+}
+
+static void replay_fault(void)
+{
+    if (HIL_FAULT == 1) {
+        (void)replay_bus_fault();
+    } else if (HIL_FAULT == 2) {
+        replay_undefined_instruction();
+    } else {
+        replay_hang();
+    }
+}
+#endif
+
 int main(void)
 {
     uart_init();
@@ -99,14 +152,26 @@ int main(void)
     }
 #endif
     uart_write((const char *)hil_console_text, (size_t)(hil_console_text_end - hil_console_text));
+#if HIL_FAULT
+    replay_fault();
+#endif
 
     size_t size = (size_t)(hil_etdump_data_end - hil_etdump_data);
     memcpy(hil_etdump_ram, hil_etdump_data, size);
+    /* Over what was written, whatever size is published below. */
+    uint32_t crc = hil_crc32(hil_etdump_ram, size);
 #ifdef HIL_RESULT_SIZE_OVERRIDE
     size = (size_t)(HIL_RESULT_SIZE_OVERRIDE);
 #endif
 
-    uart_printf(HIL_FMT_RESULT_BUF, (unsigned)(uintptr_t)hil_etdump_ram, (unsigned)size);
+#if HIL_RESULT_CRC == 2
+    uart_printf(REPLAY_FMT_RESULT_BUF_NO_CRC, (unsigned)(uintptr_t)hil_etdump_ram, (unsigned)size);
+#else
+    if (HIL_RESULT_CRC == 1) {
+        crc ^= 0x00010000u; /* one bit off: what a single garbled byte can do */
+    }
+    uart_printf(HIL_FMT_RESULT_BUF, (unsigned)(uintptr_t)hil_etdump_ram, (unsigned)size, (unsigned)crc);
+#endif
 
 #if HIL_CALL_READY
     hil_publish_etdump(hil_etdump_ram, size);

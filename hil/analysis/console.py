@@ -9,6 +9,7 @@ from a USB virtual COM port and one from QEMU's socket parse the same.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
@@ -97,15 +98,31 @@ class ConsoleFacts:
 
 def _number(text: str) -> float:
     value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]}... is no finite number")
     return int(value) if value.is_integer() else value
 
 
+def _address(text: str) -> int:
+    """`0x...` as hex, `(nil)` as 0, bare digits as decimal (never int(x, 0): `0838000000` is no literal)."""
+    if text == "(nil)":
+        return 0
+    return int(text, 16) if text[:2].lower() == "0x" else int(text, 10)
+
+
 def parse_console(text: str) -> ConsoleFacts:
-    """Parse a whole console log; later lines of the same kind win (except inference times, all kept)."""
+    """Parse a whole console log; later lines of the same kind win (except inference times, all kept).
+
+    A line whose number cannot be one (over Python's 4300-digit int() limit, a float overflowing to
+    inf: bytes garbled on the wire) is skipped like any line that is not ours, never raised.
+    """
     facts = ConsoleFacts()
     facts.lines = [line.rstrip("\r") for line in text.replace("\r\n", "\n").split("\n")]
     for line in facts.lines:
-        _parse_line(line, facts)
+        try:
+            _parse_line(line, facts)
+        except ValueError:
+            continue
     return facts
 
 
@@ -117,19 +134,20 @@ def _parse_line(line: str, facts: ConsoleFacts) -> None:
     elif m := _INFERENCE.search(line):
         facts.inference_times_us.append(_number(m.group(1)))
     elif m := _ALLOCATOR_USED.search(line):
+        used, total = int(m["used"]), int(m["total"])  # both parse before the allocator is recorded
         usage = facts.allocators.setdefault(m["name"], AllocatorUsage(0, 0))
-        usage.used, usage.total = int(m["used"]), int(m["total"])
+        usage.used, usage.total = used, total
     elif (m := _ALLOCATOR_ADDR.search(line)) and m["name"].lower() == "model":
         facts.model_addr = int(m["start"], 16)
     elif m := _ALLOCATOR_ADDR.search(line):
+        start, end = int(m["start"], 16), int(m["end"], 16)
         usage = facts.allocators.setdefault(m["name"], AllocatorUsage(0, 0))
-        usage.start, usage.end = int(m["start"], 16), int(m["end"], 16)
+        usage.start, usage.end = start, end
     elif m := _MODEL_SIZE.search(line):
         facts.model_size = int(m.group(1))
     elif m := _RESULT.search(line):
-        buf = m.group(1)
-        facts.result_buf = 0 if buf == "(nil)" else int(buf, 0)
-        facts.result_size = int(m.group(2))
+        buf, size = _address(m.group(1)), int(m.group(2))
+        facts.result_buf, facts.result_size = buf, size
     elif m := _PLANNED.search(line):
         facts.planned_buffers[int(m.group(1))] = int(m.group(2))
     elif _COMPLETE.search(line):

@@ -3,8 +3,9 @@
 torch.export -> (optional quantization) -> to_edge_transform_and_lower(generate_etrecord=True)
 -> to_executorch -> model.pte, etrecord.bin, inputs.pt, meta.json in
 `<cache>/models/<name>-<key16>/`. The key covers everything that changes the bytes: the model's
-source files, the export/model code, the delegate and its lowering code, the options, and the
-torch / executorch / et-hil versions. A cache hit reads meta.json and never imports torch.
+source file, the local modules it imports and the data files it declares (hil.aot.deps), the
+export/model code, the delegate and its lowering code, the options, and the torch / executorch /
+et-hil versions. A cache hit reads meta.json and never imports torch.
 
 Delegates plug in by name (`register_lowering`), so the simulated and the real Neutron backends
 live in their own modules and are imported only when asked for.
@@ -16,6 +17,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -153,6 +155,11 @@ def cache_key(spec: str, *, delegate: str = "none", options: Mapping[str, Any] |
     resolved = resolve_spec(spec)
     key = ContentKey(META_SCHEMA)
     key.add_files(resolved.source_files).add_text("factory", resolved.factory or "")
+    # Local imports and declared data files, named by their place relative to the model file, so a
+    # moved checkout keeps its cache and a helper moved to another folder does not.
+    model_dir = resolved.source_files[0].parent
+    for path in resolved.dependencies:
+        key.add_file(path, name=os.path.relpath(path, model_dir))
     key.add_files(_PIPELINE_FILES).add_files(_lowering_key_files(delegate))
     key.add_text("delegate", delegate).add_json("options", dict(options or {}))
     key.add_json("versions", package_versions(*VERSIONED_PACKAGES))

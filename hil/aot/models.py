@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from hil.errors import ModelError
+from hil.aot.deps import declared_data_files, local_imports
+from hil.errors import ModelError, ModelSpecError
 
 if TYPE_CHECKING:
     import torch
@@ -42,12 +43,17 @@ class ModelSource:
 
 @dataclass(frozen=True)
 class ResolvedSpec:
-    """What a spec names, found without importing the model: enough to build a cache key."""
+    """What a spec names, found without importing the model: enough to build a cache key.
+
+    For a user model, `dependencies` are the local modules it imports and the data files it declares
+    (hil.aot.deps); the cache key covers them with the model file.
+    """
 
     name: str
     source_files: list[Path]
     builtin: bool
     factory: str | None = None  # the factory's name, for user models
+    dependencies: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,15 +103,16 @@ def resolve_spec(spec: str) -> ResolvedSpec:
         return ResolvedSpec(spec, [_module_file(_BUILTINS[spec].module)], builtin=True)
     path_text, sep, factory = spec.rpartition(":")
     if not sep or not path_text.endswith(".py") or not factory.isidentifier():
-        raise ModelError(
+        raise ModelSpecError(
             f"unknown model '{spec}': use a built-in ({', '.join(list_builtin_models())}) "
             "or path/to/file.py:factory"
         )
     path = Path(path_text).expanduser().resolve()
     if not path.is_file():
-        raise ModelError(f"model file {path} (from spec '{spec}') does not exist")
+        raise ModelSpecError(f"model file {path} (from spec '{spec}') does not exist")
     name = path.stem if factory == "factory" else f"{path.stem}-{factory}"
-    return ResolvedSpec(_safe_name(name), [path], builtin=False, factory=factory)
+    dependencies = (*local_imports(path), *declared_data_files(path))
+    return ResolvedSpec(_safe_name(name), [path], builtin=False, factory=factory, dependencies=dependencies)
 
 
 def load_model(spec: str) -> ModelSource:
@@ -115,7 +122,7 @@ def load_model(spec: str) -> ModelSource:
         module, inputs = _build_builtin(resolved.name)
     else:
         module, inputs = _call_factory(resolved.source_files[0], resolved.factory or "factory")
-    return ModelSource(resolved.name, module.eval(), inputs, list(resolved.source_files))
+    return ModelSource(resolved.name, module.eval(), inputs, [*resolved.source_files, *resolved.dependencies])
 
 
 def _build_builtin(name: str) -> tuple["nn.Module", tuple["torch.Tensor", ...]]:

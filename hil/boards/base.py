@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from hil.road.run_config import RunPlan
 
@@ -22,6 +22,10 @@ class RunCapture:
     result_addr: int
     steps_s: dict[str, float] = field(default_factory=dict)
     exit_code: int | None = None
+    # The CRC-32 check of the ETDump (EtdumpResult.crc_record): checked or skipped, both values.
+    crc32: dict[str, Any] | None = None
+    # What the board noticed and dealt with (a retried flash, a stale lock or debug server ended).
+    notes: list[str] = field(default_factory=list)
 
 
 class Board(Protocol):

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
-from hil.errors import TargetError, TimeoutExpired
-from hil.road.capture import RunContext, read_out_etdump
+from hil.errors import TargetError, TargetFault, TimeoutExpired
+from hil.road.capture import RunContext, raise_if_fault, read_out_etdump
+from hil.road.forensics import FaultWatch
 from hil.road.gdbmi import GdbMiSession
 from hil.road.ports import LOOPBACK
 from hil.road.qemu import QemuProcess
@@ -103,7 +104,8 @@ class QemuBoard:
         if not qemu.alive:
             raise TargetError(f"board '{self.name}': QEMU is gone (a run ends it); flash() again before run()")
         deadline = time.monotonic() + timeout
-        ctx = RunContext(self.name, self.cfg.breakpoint, serial, self.mi_log, self.image)
+        ctx = RunContext(self.name, self.cfg.breakpoint, serial, self.mi_log, self.image,
+                         faults=FaultWatch(self.cfg.fault_handlers), fault_path=self.workdir / "fault.json")
         try:
             with self._step("run_to_breakpoint"):
                 gdb.reset(str(self.cfg.get("qemu.reset_monitor", "system_reset")))
@@ -122,6 +124,7 @@ class QemuBoard:
             etdump=etdump,
             result_addr=result.address,
             steps_s=dict(self.steps_s),
+            crc32=result.crc_record(etdump),
             exit_code=exit_code,
         )
 
@@ -181,11 +184,12 @@ class QemuBoard:
         assert self._gdb is not None and self._qemu is not None
         try:
             stop = self._gdb.continue_until_stop(_left(deadline))
+            raise_if_fault(self._gdb, ctx, stop)
             if not stop.target_gone:
                 raise ctx.failure(f"target stopped again after the breakpoint instead of finishing: {stop.describe()}")
             ctx.serial.expect(END_LINE, _left(deadline))
         except TargetError as exc:
-            if str(exc).startswith(f"board '{self.name}'"):
+            if str(exc).startswith(f"board '{self.name}'") or isinstance(exc, TargetFault):
                 raise
             raise ctx.failure(f"target did not finish after the ETDump was read: {exc}", type(exc)) from exc
         exit_code = self._qemu.exit_status(timeout=_left(deadline))
@@ -201,7 +205,9 @@ class QemuBoard:
         if qemu is None or qemu.alive:
             return exc
         note = f"; QEMU exited with status {qemu.exit_status(0.1)} (log: {self.qemu_log})"
-        return type(exc)(f"{exc}{note}")
+        widened = type(exc)(f"{exc}{note}")
+        widened.__dict__.update(exc.__dict__)  # a fault's report travels on
+        return widened
 
 
 def _left(deadline: float) -> float:

@@ -20,10 +20,11 @@ from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
 from hil.errors import HilError, TargetError
 from hil.options import OVERRIDES
-from hil.probe.gdbserver import PyocdGdbServer
+from hil.probe.gdbserver import PyocdGdbServer, end_stale_gdbservers
 from hil.probe.lock import ProbeLock
 from hil.probe.pyocd_flash import FlashReport, ProbeSettings, flash_image, resolve_probe_id
 from hil.road.capture import RunContext, read_out_etdump
+from hil.road.forensics import FaultWatch
 from hil.road.gdbmi import GdbMiSession
 from hil.road.run_config import run_planned
 from hil.road.serial_reader import SerialReader
@@ -86,6 +87,8 @@ class Rt700Board:
         self._lock = lock
         if lock.takeover is not None:
             self.notes.append(f"took over a stale lock on probe {self.probe_id} left by {lock.takeover.describe()}")
+        # Holding the lock, no live job runs a server for this probe: any left is a dead job's, holding the probe.
+        self.notes.extend(end_stale_gdbservers(self.probe_id))
         self._timed("lock_probe", start)
 
     def _open_serial(self) -> None:
@@ -159,7 +162,8 @@ class Rt700Board:
             self.attach()
             assert self._gdb is not None
 
-            ctx = RunContext(self.cfg.name, self.cfg.breakpoint, serial, self._gdb.transcript_path, self.image)
+            ctx = RunContext(self.cfg.name, self.cfg.breakpoint, serial, self._gdb.transcript_path, self.image,
+                             faults=FaultWatch(self.cfg.fault_handlers), fault_path=self.workdir / "fault.json")
             start = time.monotonic()
             # At least a second, as before: a slow gdbserver start must not leave the target no time at all.
             run_planned(self._gdb, ctx, plan, max(deadline, time.monotonic() + 1.0), rebuild=REBUILD_HINT)
@@ -188,7 +192,9 @@ class Rt700Board:
             etdump=etdump,
             result_addr=result.address,
             steps_s=dict(self.steps_s),
+            crc32=result.crc_record(etdump),
             exit_code=None,  # a bare-metal board has no exit status
+            notes=list(self.notes),
         )
 
     def _close_parts(self, *attrs: str) -> None:

@@ -35,6 +35,8 @@ import struct
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from hil.errors import AnalysisError
+
 KOPC_CALLARGS = 6
 """The only opCode the runtime looks at: a record with this stop opCode is a Neutron kernel call."""
 
@@ -98,9 +100,11 @@ def pack_records(records: Iterable[ProfileRecord]) -> bytes:
 
 
 def unpack_records(buf: bytes) -> list[ProfileRecord]:
-    """Parse a profile buffer; a length that is not a multiple of 16 means a truncated dump."""
+    """Parse a profile buffer; a length that is not a multiple of 16 means a truncated dump (AnalysisError)."""
     if len(buf) % RECORD_SIZE:
-        raise ValueError(f"Neutron profile buffer of {len(buf)} bytes is not a whole number of {RECORD_SIZE}-byte records")
+        raise AnalysisError(
+            f"Neutron profile buffer of {len(buf)} bytes is not a whole number of {RECORD_SIZE}-byte records"
+        )
     stamps = [Stamp(*_STAMP.unpack_from(buf, off)) for off in range(0, len(buf), _STAMP.size)]
     return [ProfileRecord(stamps[i], stamps[i + 1]) for i in range(0, len(stamps), 2)]
 

@@ -28,7 +28,7 @@ FIRMWARE_SOURCE_DIR = FIRMWARE_DIR / "qemu"
 # The ETDump handshake (result global + breakpoint function) is shared with the RT700 firmware.
 COMMON_SOURCE_DIR = FIRMWARE_DIR / "common"
 SOURCES = ("startup.c", "uart.c", "semihost.c", "main.c")
-COMMON_SOURCES = ("hil_result.c",)
+COMMON_SOURCES = ("hil_result.c", "hil_crc32.c")
 LINKER_SCRIPT = "link.ld"
 ELF_NAME = "firmware.elf"
 LOG_NAME = "build.log"
@@ -57,6 +57,18 @@ _RUN_CONFIG_DEFINES: dict[str, tuple[str, ...]] = {
     "taken": (),
     "ignored": ("-DHIL_RUN_CONFIG_IGNORED=1",),
     "absent": ("-DHIL_RUN_CONFIG_HANDSHAKE=0",),
+}
+# A model run that goes wrong on the target, for the harness's crash-forensics tests: a load from an
+# address nothing decodes (BusFault), an undefined instruction (UsageFault), an endless loop (hang).
+FaultMode = Literal["bus", "undef", "hang"]
+_FAULT_DEFINES: dict[str | None, tuple[str, ...]] = {
+    None: (), "bus": ("-DHIL_FAULT=1",), "undef": ("-DHIL_FAULT=2",), "hang": ("-DHIL_FAULT=3",),
+}
+# The CRC-32 on the `Result buf:` line: the ETDump's own ("printed"), a wrong one (what a garbled
+# read-out looks like), or none at all (firmware from before the CRC).
+ResultCrcMode = Literal["printed", "wrong", "absent"]
+_RESULT_CRC_DEFINES: dict[str, tuple[str, ...]] = {
+    "printed": (), "wrong": ("-DHIL_RESULT_CRC=1",), "absent": ("-DHIL_RESULT_CRC=2",),
 }
 
 # Bump when the generated data file's layout changes, so old cache entries stop matching.
@@ -107,6 +119,8 @@ def build_qemu_image(
     call_ready: bool = True,
     result_size_override: int | None = None,
     run_config: RunConfigMode = "taken",
+    fault: FaultMode | None = None,
+    result_crc: ResultCrcMode = "printed",
     cache: Path | None = None,
 ) -> Path:
     """Return the path of a replay ELF that prints `console_lines` and publishes `etdump`.
@@ -116,7 +130,9 @@ def build_qemu_image(
     `call_ready=False` builds an image that never reaches `hil_etdump_ready`,
     `result_size_override` one whose `hil_etdump_result.size` (and printed size) is that number, and
     `run_config` "absent" or "ignored" one without the handshake or one that ignores what the
-    debugger wrote (RunConfigMode): they exist so the harness's failure paths can be tested on a real target.
+    debugger wrote (RunConfigMode), `fault` one whose model run takes a BusFault, a UsageFault or
+    hangs (FaultMode), `result_crc` one that prints a wrong CRC-32 or none (ResultCrcMode): they exist
+    so the harness's failure paths can be tested on a real target.
     """
     console = _console_text(console_lines)
     if len(etdump) > MAX_ETDUMP_BYTES:
@@ -125,7 +141,14 @@ def build_qemu_image(
         raise BuildError(f"runs must be a positive 32-bit count of inferences the replay data holds, not {runs!r}")
     if run_config not in _RUN_CONFIG_DEFINES:
         raise BuildError(f"run_config must be one of {', '.join(_RUN_CONFIG_DEFINES)}, not {run_config!r}")
-    defines = [f"-DHIL_CALL_READY={1 if call_ready else 0}", *_RUN_CONFIG_DEFINES[run_config]]
+    if fault not in _FAULT_DEFINES:
+        raise BuildError(f"fault must be one of {', '.join(str(f) for f in _FAULT_DEFINES)}, not {fault!r}")
+    if result_crc not in _RESULT_CRC_DEFINES:
+        raise BuildError(f"result_crc must be one of {', '.join(_RESULT_CRC_DEFINES)}, not {result_crc!r}")
+    defines = [
+        f"-DHIL_CALL_READY={1 if call_ready else 0}", *_RUN_CONFIG_DEFINES[run_config], *_FAULT_DEFINES[fault],
+        *_RESULT_CRC_DEFINES[result_crc],
+    ]
     if result_size_override is not None:
         if not 0 <= result_size_override <= MAX_RESULT_SIZE:
             raise BuildError(f"result_size_override {result_size_override} is not a 32-bit size")

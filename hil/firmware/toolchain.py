@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hil.errors import BuildError
+from hil.road.process import spawn
 
 ARM_GCC = "arm-none-eabi-gcc"
 INSTALL_HINT = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi (or run `make demo`)"
@@ -61,23 +62,28 @@ def run_logged(cmd: Sequence[str], *, cwd: Path, log: Path, timeout: float) -> N
     """Run one build command, appending its command line and output to `log`.
 
     Raises BuildCommandError naming the command and the log when it fails, hangs past `timeout`
-    seconds (subprocess.run kills it then) or cannot start.
+    seconds (it is killed then) or cannot start. Started through `spawn`, so a harness killed
+    mid-build leaves no compiler running.
     """
     shown = " ".join(str(part) for part in cmd)
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(f"$ {shown}\n")
         handle.flush()
         try:
-            proc = subprocess.run(
+            proc = spawn(
                 [str(part) for part in cmd], cwd=cwd, stdin=subprocess.DEVNULL,
-                stdout=handle, stderr=subprocess.STDOUT, timeout=timeout,
+                stdout=handle, stderr=subprocess.STDOUT,
             )
-        except subprocess.TimeoutExpired as exc:
-            handle.write(f"[timed out after {timeout:g} s]\n")
-            raise BuildCommandError(shown, f"timed out after {timeout:g} s", log) from exc
         except OSError as exc:
             handle.write(f"[cannot start: {exc}]\n")
             raise BuildCommandError(shown, f"could not start ({exc})", log) from exc
-        handle.write(f"[exit status {proc.returncode}]\n")
-    if proc.returncode != 0:
-        raise BuildCommandError(shown, f"failed with exit status {proc.returncode}", log)
+        try:
+            returncode = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            proc.wait()
+            handle.write(f"[timed out after {timeout:g} s]\n")
+            raise BuildCommandError(shown, f"timed out after {timeout:g} s", log) from exc
+        handle.write(f"[exit status {returncode}]\n")
+    if returncode != 0:
+        raise BuildCommandError(shown, f"failed with exit status {returncode}", log)

@@ -7,17 +7,24 @@ Instead the kernel's socket table (/proc/net/tcp*) is read for a LISTEN socket o
 where there is no /proc, pyOCD's OpenOCD-style `echo` command prints a token once it listens.
 Without `--no-wait` pyOCD waits forever for a probe; with it, a missing probe ends the process
 at once and the error names the log.
+
+A gdbserver left over by an earlier job (one that outlived its harness, say one started before
+servers died with their parent) holds the probe's USB interface, and the next job's server cannot
+open it. `end_stale_gdbservers()` ends those for one probe; the board calls it once it holds the
+probe lock, when no other live job may run a server for that probe.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 from pathlib import Path
 
 from hil.errors import TargetError, TimeoutExpired
 from hil.road.ports import free_tcp_port
-from hil.road.process import ManagedProcess
+from hil.road.process import ManagedProcess, live_children
 
 READY_TOKEN = "hil-gdbserver-listening"
 
@@ -73,6 +80,56 @@ def _log_tail(path: Path, lines: int = 15) -> str:
     except OSError:
         return "(no log)"
     return "\n".join(text.splitlines()[-lines:])
+
+
+def stale_gdbservers(probe_id: str) -> list[tuple[int, str]]:
+    """(pid, command line) of `pyocd gdbserver` processes et-hil started for `probe_id` that this
+    process does not own: their argv holds our READY_TOKEN and `--uid <probe_id>` (case-insensitive)."""
+    ours = {child.pid for child in live_children()} | {os.getpid()}
+    found = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if not entry.name.isdigit() or int(entry.name) in ours:
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        uids = [argv[i + 1].lower() for i, arg in enumerate(argv[:-1]) if arg == "--uid"]
+        if "gdbserver" in argv and f"echo {READY_TOKEN}" in argv and probe_id.lower() in uids:
+            found.append((int(entry.name), " ".join(arg for arg in argv if arg)))
+    return found
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")  # a zombie holds no probe
+
+
+def end_stale_gdbservers(probe_id: str, grace: float = 2.0) -> list[str]:
+    """End every stale gdbserver of `probe_id` (SIGTERM, then SIGKILL after `grace` s); one note each.
+
+    Call only while holding the probe's lock: then a server for this probe belongs to no live job.
+    """
+    notes = []
+    for pid, command in stale_gdbservers(probe_id):
+        try:
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + grace
+            while not _gone(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            notes.append(f"a stale pyocd gdbserver for probe {probe_id} (pid {pid}) belongs to another user and "
+                         f"still holds the probe: end it ({command})")
+            continue
+        notes.append(f"ended a stale pyocd gdbserver for probe {probe_id} left by an earlier job (pid {pid})")
+    return notes
 
 
 class PyocdGdbServer:

@@ -38,7 +38,7 @@ def read_json(path: Path) -> dict[str, Any]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise AnalysisError(f"{path}: no such file") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # deep nesting recurses
         raise AnalysisError(f"{path}: not readable JSON ({exc})") from exc
     if not isinstance(data, dict):
         raise AnalysisError(f"{path}: expected a JSON object, found {type(data).__name__}")

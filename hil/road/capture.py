@@ -8,18 +8,24 @@ the breakpoint, the last console lines and where the serial log and GDB transcri
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from hil.atomic import write_bytes
 from hil.config import MemoryRegion
-from hil.errors import TargetError, TimeoutExpired
+from hil.errors import TargetError, TargetFault, TargetHang, TimeoutExpired
+from hil.road.forensics import FaultReport, FaultWatch, examine_fault, examine_hang, write_fault_json
 from hil.road.gdbmi import GdbMiSession, StopEvent
 from hil.road.serial_reader import SerialReader
 
 # The firmware line protocol: printed once the ETDump is ready (firmware/common/hil_protocol.h,
-# HIL_FMT_RESULT_BUF: `Result buf: 0x%x, size: %u`; older firmware printed `%p`, hence `(nil)`).
-RESULT_LINE = re.compile(r"Result buf: (0x[0-9a-fA-F]+|\(nil\)|0), size: (\d+)")
+# HIL_FMT_RESULT_BUF: `Result buf: 0x%x, size: %u, crc32: 0x%x`; older firmware printed no CRC, and
+# `%p`, hence `(nil)`). Numbers are bounded to 32 bits' worth of digits: a garbled line is not ours.
+RESULT_LINE = re.compile(
+    r"Result buf: (0x[0-9a-fA-F]{1,16}|\(nil\)|0), size: (\d{1,20})(?!\d)(?:, crc32: 0x([0-9a-fA-F]{1,8})(?![0-9a-fA-F]))?"
+)
 # Seconds for the console to catch up with what GDB already sees (UART and socket latency).
 CONSOLE_LAG_S = 5.0
 # Seconds an interrupt gets when the breakpoint deadline passes.
@@ -35,6 +41,9 @@ class RunContext:
     serial: SerialReader
     transcript: Path
     image: Path | None = None
+    # Breakpoints on the fault handlers (armed by run_planned), and where a fault or hang report goes.
+    faults: FaultWatch | None = None
+    fault_path: Path | None = None
 
     def failure(self, what: str, error: type[TargetError] = TargetError) -> TargetError:
         image = f"image {self.image}, " if self.image is not None else ""
@@ -44,13 +53,40 @@ class RunContext:
             f"(serial log: {self.serial.log_path}; GDB transcript: {self.transcript})"
         )
 
+    def forensic_failure(self, report: FaultReport) -> TargetError:
+        """A fault or hang: its summary first (`BusFault: ... at 0x..., in f (file.c:line)`), then the
+        evidence; the report goes to fault.json as well."""
+        written = "not written"
+        if self.fault_path is not None:
+            try:
+                written = str(write_fault_json(self.fault_path, report, board=self.board,
+                                               image=None if self.image is None else str(self.image)))
+            except OSError as exc:
+                written = f"not written: {exc}"
+        details = "".join(f"\n  {line}" for line in report.details())
+        message = (
+            f"{report.summary} [board '{self.board}']{details}\n  last console lines:\n{self.serial.describe_tail()}\n"
+            f"(fault report: {written}; serial log: {self.serial.log_path}; GDB transcript: {self.transcript})"
+        )
+        error = TargetHang if report.kind == "hang" else TargetFault
+        return error(message, fault=report.to_dict())
+
 
 @dataclass(frozen=True)
 class EtdumpResult:
-    """Where the firmware says its ETDump is (`result.buf`, `result.size`)."""
+    """Where the firmware says its ETDump is (`result.buf`, `result.size`), and the CRC-32 it printed
+    for it (None when its `Result buf:` line carries none)."""
 
     address: int
     size: int
+    crc32: int | None = None
+
+    def crc_record(self, etdump: bytes) -> dict[str, Any]:
+        """What the manifest says about the CRC check of `etdump`, the bytes read for this result."""
+        read = f"0x{zlib.crc32(etdump):08x}"
+        if self.crc32 is None:
+            return {"checked": False, "read": read, "note": "the firmware printed no CRC-32: check skipped"}
+        return {"checked": True, "firmware": f"0x{self.crc32:08x}", "read": read}
 
 
 def run_to_breakpoint(gdb: GdbMiSession, ctx: RunContext, timeout: float) -> StopEvent:
@@ -67,10 +103,10 @@ def continue_to_breakpoint(gdb: GdbMiSession, ctx: RunContext, number: int, time
     try:
         stop = gdb.continue_until_stop(timeout)
     except TimeoutExpired:
-        where = _interrupt(gdb)
-        raise ctx.failure(f"breakpoint not reached within {timeout:.1f} s (target {where})", TimeoutExpired) from None
+        raise _hang(gdb, ctx, f"breakpoint '{ctx.breakpoint}' not reached within {timeout:.1f} s") from None
     except TargetError as exc:
         raise ctx.failure(f"lost the debugger before the breakpoint: {exc}") from exc
+    raise_if_fault(gdb, ctx, stop)
     if stop.reason != "breakpoint-hit" or stop.breakpoint != number:
         if stop.target_gone:
             ctx.serial.wait_ended(CONSOLE_LAG_S / 5)  # let the console's last lines arrive for the message
@@ -78,13 +114,33 @@ def continue_to_breakpoint(gdb: GdbMiSession, ctx: RunContext, number: int, time
     return stop
 
 
-def _interrupt(gdb: GdbMiSession) -> str:
-    """Halt a target that ran past its deadline; say where it was, for the error message."""
+def raise_if_fault(gdb: GdbMiSession, ctx: RunContext, stop: StopEvent) -> None:
+    """When `stop` is at a fault handler's breakpoint: examine the fault and raise it as TargetFault."""
+    handler = ctx.faults.handler_hit(stop) if ctx.faults is not None else None
+    if handler is None:
+        return
+    try:
+        report = examine_fault(gdb, handler)
+    except TargetError as exc:  # the debugger went away mid-examination: say what is known
+        raise ctx.failure(f"the target stopped in fault handler {'/'.join(handler)}; examining it failed: {exc}",
+                          TargetFault) from exc
+    raise ctx.forensic_failure(report)
+
+
+def _hang(gdb: GdbMiSession, ctx: RunContext, what: str) -> TargetError:
+    """Halt a target that ran past its deadline and say where it was (and what fault, if it sits in one)."""
     try:
         stop = gdb.interrupt(INTERRUPT_S)
     except TargetError as exc:
-        return f"could not be interrupted: {exc}"
-    return f"interrupted: {stop.describe()}"
+        return ctx.failure(f"{what} (target could not be interrupted: {exc})", TimeoutExpired)
+    if ctx.faults is None or stop.target_gone:
+        return ctx.failure(f"{what} (target interrupted: {stop.describe()})", TimeoutExpired)
+    try:
+        report = examine_hang(gdb, what)
+    except TargetError as exc:
+        return ctx.failure(f"{what} (target interrupted: {stop.describe()}; examining it failed: {exc})",
+                           TimeoutExpired)
+    return ctx.forensic_failure(report)
 
 
 def read_result(gdb: GdbMiSession, ctx: RunContext, expr: str, regions: list[MemoryRegion]) -> EtdumpResult:
@@ -118,8 +174,9 @@ def fetch_etdump(gdb: GdbMiSession, ctx: RunContext, result: EtdumpResult, out_p
     return data
 
 
-def check_console_result(ctx: RunContext, result: EtdumpResult, timeout: float = CONSOLE_LAG_S) -> None:
-    """The console's `Result buf: 0x..., size: N` must agree with what GDB read."""
+def check_console_result(ctx: RunContext, result: EtdumpResult, timeout: float = CONSOLE_LAG_S) -> EtdumpResult:
+    """The console's `Result buf: 0x..., size: N` must agree with what GDB read; returns `result`
+    with the CRC-32 the line printed (None when it printed none)."""
     try:
         match = ctx.serial.expect(RESULT_LINE, timeout)
     except TargetError as exc:
@@ -131,13 +188,27 @@ def check_console_result(ctx: RunContext, result: EtdumpResult, timeout: float =
             f"console says buf 0x{printed_addr:08x}, size {printed_size} but GDB read"
             f" buf 0x{result.address:08x}, size {result.size}"
         )
+    return replace(result, crc32=None if match.group(3) is None else int(match.group(3), 16))
+
+
+def check_crc(ctx: RunContext, result: EtdumpResult, etdump: bytes) -> None:
+    """The bytes read must have the CRC-32 the firmware printed for them (zlib.crc32, as hil_crc32.c)."""
+    read = zlib.crc32(etdump)
+    if result.crc32 is not None and read != result.crc32:
+        raise ctx.failure(
+            f"ETDump CRC-32 mismatch: the firmware printed crc32 0x{result.crc32:08x} for its {result.size} bytes"
+            f" at 0x{result.address:08x}, the {len(etdump)} bytes read through the debugger have 0x{read:08x}"
+            " (a garbled or partial read-out)"
+        )
 
 
 def read_out_etdump(
     gdb: GdbMiSession, ctx: RunContext, expr: str, regions: list[MemoryRegion], out_path: Path
 ) -> tuple[EtdumpResult, bytes]:
-    """At the breakpoint: read and check `expr`, dump the bytes to `out_path`, cross-check the console."""
+    """At the breakpoint: read and check `expr`, dump the bytes to `out_path`, cross-check the console
+    and the CRC-32 it printed; the result returned carries that CRC."""
     result = read_result(gdb, ctx, expr, regions)
     etdump = fetch_etdump(gdb, ctx, result, out_path)
-    check_console_result(ctx, result)
+    result = check_console_result(ctx, result)
+    check_crc(ctx, result, etdump)
     return result, etdump

@@ -4,18 +4,27 @@ Every child runs in its own session (process group), so closing it also ends any
 spawned, and every live child sits in a module-level registry that an `atexit` hook empties:
 a test that crashes, times out or is interrupted still leaves no orphan simulator or debug
 server holding a port or a probe.
+
+Neither helps when the harness is killed outright (SIGKILL, the OOM killer, a CI runner that
+gives up): no Python code runs then. So on Linux each child also asks the kernel, between fork
+and exec, to SIGKILL it when its parent dies (`prctl(PR_SET_PDEATHSIG)`). The kernel ties that
+signal to the *thread* that forked, not the process, so children are forked from a thread that
+lives as long as the harness: the main thread, or else one spawner thread kept for the purpose.
 """
 
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
+import queue
 import signal
 import subprocess
+import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, TypeVar
 
 from hil.errors import TargetError, TimeoutExpired
 
@@ -24,6 +33,96 @@ TERMINATE_GRACE_S = 2.0
 
 _registry_lock = threading.Lock()
 _registry: list["ManagedProcess"] = []
+
+T = TypeVar("T")
+# linux/prctl.h
+PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    """libc's prctl, resolved once in the parent (the child between fork and exec must not look it up)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl
+
+
+_PRCTL = _load_prctl()
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A `preexec_fn` that makes the child SIGKILLed when the thread that forked it ends; None off Linux.
+
+    The parent may die between fork and the prctl call, in which case the signal would never
+    come: the child then checks it still has the parent it was forked by and kills itself if not.
+    """
+    prctl = _PRCTL
+    if prctl is None:
+        return None
+    parent = os.getpid()
+    kill = int(signal.SIGKILL)
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, kill, 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), kill)
+
+    return preexec
+
+
+class _Spawner:
+    """Runs fork-and-exec calls on a thread that lives as long as the process.
+
+    PR_SET_PDEATHSIG fires when the forking *thread* exits: a child started from a short-lived
+    worker thread would be killed when that thread returns. The main thread lives as long as the
+    process, so it forks directly; any other thread hands the call to this spawner's thread.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], list[Any], threading.Event]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def call(self, func: Callable[[], T]) -> T:
+        if threading.current_thread() is threading.main_thread():
+            return func()
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="hil-spawner", daemon=True)
+                self._thread.start()
+        outcome: list[Any] = []
+        done = threading.Event()
+        self._jobs.put((func, outcome, done))
+        done.wait()
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
+
+    def _serve(self) -> None:
+        while True:
+            func, outcome, done = self._jobs.get()
+            try:
+                outcome.append(func())
+            except BaseException as exc:  # handed back to the caller's thread
+                outcome.append(exc)
+            done.set()
+
+
+_spawner = _Spawner()
+
+
+def spawn(argv: Sequence[str], **popen_kwargs: Any) -> subprocess.Popen[Any]:
+    """`subprocess.Popen` for a child that must not outlive the harness, even one killed by SIGKILL.
+
+    Forks from a long-lived thread with `die_with_parent()` as preexec_fn (see the module docstring).
+    """
+    preexec = die_with_parent()
+    return _spawner.call(lambda: subprocess.Popen(list(argv), preexec_fn=preexec, **popen_kwargs))
 
 
 class ManagedProcess:
@@ -62,7 +161,7 @@ class ManagedProcess:
         self._log.write(f"$ {' '.join(self.argv)}\n".encode())
         env = None if self.env is None else {**os.environ, **self.env}
         try:
-            self.popen = subprocess.Popen(
+            self.popen = spawn(
                 self.argv,
                 stdin=subprocess.PIPE if self.pipes else subprocess.DEVNULL,
                 stdout=subprocess.PIPE if self.pipes else self._log,

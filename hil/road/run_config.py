@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass, replace
 
 from hil.analysis.console import RUN_CONFIG_ANY, RunConfig, parse_run_config
-from hil.errors import HilError, TargetError
+from hil.errors import TargetError, TargetFault, TargetHang
+from hil.inputs import whole_number
 from hil.road.capture import CONSOLE_LAG_S, RunContext, continue_to_breakpoint, run_to_breakpoint
 from hil.road.gdbmi import GdbMiSession, StopEvent
 
@@ -39,10 +40,8 @@ class RunPlan:
     warmup: int = 0
 
     def __post_init__(self) -> None:
-        if isinstance(self.iterations, bool) or not isinstance(self.iterations, int) or self.iterations < 1:
-            raise HilError(f"iterations must be a whole number >= 1, not {self.iterations!r}")
-        if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
-            raise HilError(f"warm-up must be a whole number >= 0, not {self.warmup!r}")
+        whole_number(self.iterations, "iterations", at_least=1)
+        whole_number(self.warmup, "warm-up", at_least=0)
 
     @property
     def runs(self) -> int:
@@ -56,20 +55,22 @@ class RunPlan:
 def run_planned(
     gdb: GdbMiSession, ctx: RunContext, plan: RunPlan, deadline: float, *, rebuild: str
 ) -> StopEvent:
-    """From reset: configure the run, run to ctx.breakpoint (the ETDump), check the console's echo.
+    """From reset: arm the fault watch, configure the run, run to ctx.breakpoint (the ETDump), check the echo.
 
     `deadline` is time.monotonic()'s; `rebuild` says how to rebuild an image that predates the
     handshake (it differs per board). When the target stops early, the console's verdict on the
     configuration (a refusal, a mismatch, a `HIL error:` line) is the error, not "stopped early".
     """
+    if ctx.faults is not None:
+        ctx.faults.arm(gdb)  # before the first instruction runs: a fault anywhere is caught intact
     configure_run(gdb, ctx, plan, _left(deadline), rebuild=rebuild)
     # Every line from here on was printed after the firmware took the configuration.
     start = ctx.serial.skip_to_end()
     try:
         stop = run_to_breakpoint(gdb, ctx, _left(deadline))
     except TargetError as exc:
-        problem = _early_stop_reason(ctx.serial.text[start:], plan)
-        if problem is None:
+        problem = None if isinstance(exc, (TargetFault, TargetHang)) else _early_stop_reason(ctx.serial.text[start:], plan)
+        if problem is None:  # a fault or hang report says more than any console line
             raise
         raise ctx.failure(problem, type(exc)) from exc
     check_echo(ctx, plan, min(CONSOLE_LAG_S, max(1.0, _left(deadline))))

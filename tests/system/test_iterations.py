@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 
@@ -43,11 +44,20 @@ def test_the_run_asks_the_target_for_exactly_its_count(run_cli, tmp_path, iterat
 
 
 def test_a_count_the_image_cannot_hold_is_refused_before_anything_is_written(run_cli, tmp_path) -> None:
+    """Above the board's [limits].max_runs (the firmware's HIL_MAX_RUNS, 1000) nothing runs at all.
+
+    The handshake's own refusal, for an image whose max_runs is below the plan, is tested in
+    tests/unit/test_qemu_board.py."""
     out = tmp_path / "run"
+    start = time.monotonic()
     done = run_cli("run", "--board", "qemu", "--model", "cifar10", "--out", str(out),
                    "--iterations", "999", "--warmup", "2", "--timeout", "60")
-    assert done.returncode != 0
-    assert "the plan needs 1001 runs (iterations 999, warm-up 2) but the image holds at most 1000" in done.stderr
+    assert time.monotonic() - start < 30
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == (
+        "hil run: iterations 999 + warm-up 2 = 1001 runs: more than the 1000 board 'qemu' allows"
+        " (limits.max_runs, the firmware's HIL_MAX_RUNS)")
     assert "Traceback" not in done.stderr
-    assert writes((out / "mi.log").read_text()) == []
-    assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+    assert not (out / "mi.log").exists() and not (out / "model.pte").exists()  # nothing was exported or run
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and "1001 runs" in manifest["error"]

@@ -12,6 +12,7 @@ import struct
 
 import pytest
 
+from hil.errors import AnalysisError
 from hil.buffers.neutron_records import (
     KOPC_CALLARGS,
     DelegateEvent,
@@ -38,7 +39,7 @@ def test_record_is_16_bytes_little_endian() -> None:
 def test_times_wrap_at_32_bits_and_truncated_buffer_is_refused() -> None:
     buf = pack_records([rec(6, 1, 2**32 + 5, 6, 2**32 + 9)])
     assert struct.unpack_from("<I", buf, 4)[0] == 5
-    with pytest.raises(ValueError, match="not a whole number"):
+    with pytest.raises(AnalysisError, match="not a whole number"):
         unpack_records(buf[:-1])
 
 

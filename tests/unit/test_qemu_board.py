@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -84,7 +86,9 @@ def test_full_cycle_returns_the_exact_etdump(cfg, etdump, cache, tmp_path: Path)
     lines = capture.console.splitlines()
     assert lines[0] == "Run config: iterations 2, warm-up 1 (set by the debugger)"
     assert lines[1:4] == CONSOLE
-    assert lines[4:] == [f"Result buf: 0x38000000, size: {ETDUMP_SIZE}", "Program complete, exiting."]
+    crc = zlib.crc32(etdump)  # the firmware's own CRC-32 (firmware/common/hil_crc32.c) against zlib's
+    assert lines[4:] == [f"Result buf: 0x38000000, size: {ETDUMP_SIZE}, crc32: 0x{crc:x}", "Program complete, exiting."]
+    assert capture.crc32 == {"checked": True, "firmware": f"0x{crc:08x}", "read": f"0x{crc:08x}"}
     writes = re.findall(r'-data-evaluate-expression "hil_run_config\.(\w+) = (\d+)"', (tmp_path / "mi.log").read_text())
     assert writes == [("iterations", "2"), ("warmup", "1"), ("magic", str(0x314C4948))]  # magic last
     assert capture.serial_log.read_bytes() == capture.console.encode()
@@ -100,6 +104,34 @@ def test_board_can_be_flashed_and_run_twice(cfg, etdump, cache, tmp_path: Path) 
         assert board.run(timeout=60, plan=PLAN).etdump == etdump
         board.flash(image(other, cache, runs=1))
         assert board.run(timeout=60, plan=RunPlan(1)).etdump == other
+
+
+def test_the_firmware_crc_is_the_standard_crc32(cfg, cache, tmp_path: Path) -> None:
+    """CRC-32/IEEE's published check value: crc32(b"123456789") = 0xcbf43926."""
+    with QemuBoard(cfg, tmp_path) as board:
+        board.flash(image(b"123456789", cache, runs=1))
+        capture = board.run(timeout=60, plan=RunPlan(1))
+    assert "Result buf: 0x38000000, size: 9, crc32: 0xcbf43926\r\n" in capture.console
+
+
+def test_a_wrong_crc_is_refused_naming_both_values(cfg, etdump, cache, tmp_path: Path) -> None:
+    crc = zlib.crc32(etdump)
+    with QemuBoard(cfg, tmp_path) as board:
+        board.flash(image(etdump, cache, result_crc="wrong"))
+        with pytest.raises(TargetError) as info:
+            board.run(timeout=60, plan=PLAN)
+    first = str(info.value).splitlines()[0]
+    assert "CRC-32 mismatch" in first
+    assert f"0x{crc ^ 0x00010000:08x}" in first and f"0x{crc:08x}" in first  # printed (one bit off) and read
+
+
+def test_firmware_without_a_crc_is_read_unchecked(cfg, etdump, cache, tmp_path: Path) -> None:
+    with QemuBoard(cfg, tmp_path) as board:
+        board.flash(image(etdump, cache, result_crc="absent"))
+        capture = board.run(timeout=60, plan=PLAN)
+    assert capture.etdump == etdump and f"Result buf: 0x38000000, size: {ETDUMP_SIZE}\r\n" in capture.console
+    assert capture.crc32 == {"checked": False, "read": f"0x{zlib.crc32(etdump):08x}",
+                             "note": "the firmware printed no CRC-32: check skipped"}
 
 
 def test_breakpoint_never_reached(cfg, etdump, cache, tmp_path: Path) -> None:
@@ -131,9 +163,10 @@ def test_deadline_interrupts_a_target_that_never_gets_there(cfg, spin_elf, tmp_p
         with pytest.raises(TimeoutExpired) as info:
             board.run(timeout=1.0, plan=PLAN)
     assert time.monotonic() - start < 5
-    assert re.search(r"not reached within (0\.9|1\.0) s", str(info.value))
-    assert "interrupted: signal-received, in spin_reset" in str(info.value)
-    assert "breakpoint 'hil_config_ready'" in str(info.value)  # the spinning image never asks for its config
+    first = str(info.value).splitlines()[0]
+    assert re.match(r"Hang: breakpoint 'hil_config_ready' not reached within (0\.9|1\.0) s", first), first
+    assert "the core is in spin_reset (spin.c:" in first  # the spinning image never asks for its config
+    assert json.loads((tmp_path / "fault.json").read_text())["kind"] == "hang"
 
 
 @pytest.mark.parametrize("victim", ["qemu-system", "gdb-multiarch"])

@@ -13,6 +13,7 @@ import re
 import shutil
 import socket
 import subprocess
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -33,7 +34,7 @@ LINES = [
     "     Inference time: 907 us",
     "Unicode survives: µs",
 ]
-RESULT_LINE = re.compile(r"^Result buf: 0x([0-9a-f]{8}), size: (\d+)$")
+RESULT_LINE = re.compile(r"^Result buf: 0x([0-9a-f]{8}), size: (\d+), crc32: 0x([0-9a-f]+)$")
 RUNS = 3
 MAGIC = 0x314C4948
 
@@ -112,6 +113,7 @@ def test_image_prints_lines_then_result_and_exits_zero(tmp_path: Path) -> None:
     addr = int(match.group(1), 16)
     assert addr == 0x38000000 and addr % 16 == 0
     assert int(match.group(2)) == len(etdump)
+    assert int(match.group(3), 16) == zlib.crc32(etdump)
     assert lines[len(LINES) + 2 :] == ["Program complete, exiting.", ""]
 
 
@@ -194,7 +196,8 @@ def test_without_ready_call_the_breakpoint_is_never_hit(tmp_path: Path) -> None:
     rc, console, gdb_out = _run_under_gdb(elf, tmp_path, [*configure(), "break hil_etdump_ready", "continue"])
     assert rc == 0
     assert "Breakpoint 2, hil_etdump_ready" not in gdb_out
-    assert "Result buf: 0x38000000, size: 256\r\nProgram complete, exiting.\r\n" in console
+    crc = zlib.crc32(_blob(256, seed=3))
+    assert f"Result buf: 0x38000000, size: 256, crc32: 0x{crc:x}\r\nProgram complete, exiting.\r\n" in console
 
 
 @pytest.mark.parametrize("override", [0, 0x7FFFFFFF])
@@ -205,7 +208,8 @@ def test_size_override_is_published_and_printed(tmp_path: Path, override: int) -
     ])
     assert rc == 0
     assert f"size={override}\n" in gdb_out
-    assert f"Result buf: 0x38000000, size: {override}\r\n" in console
+    # The CRC covers the bytes written, whatever size the variant publishes.
+    assert f"Result buf: 0x38000000, size: {override}, crc32: 0x{zlib.crc32(_blob(512, seed=4)):x}\r\n" in console
 
 
 def test_second_build_hits_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -242,7 +246,7 @@ def test_default_cache_follows_hil_cache_dir(tmp_path: Path, monkeypatch: pytest
     assert rc == 0
     assert lines == [
         "Run config: iterations 1, warm-up 0 (set by the debugger)",
-        "Result buf: 0x38000000, size: 0", "Program complete, exiting.", "",
+        "Result buf: 0x38000000, size: 0, crc32: 0x0", "Program complete, exiting.", "",
     ]
 
 

@@ -23,6 +23,7 @@
 #include "board_glue.h"
 #include "fsl_debug_console.h"
 #include "hil_config.h"
+#include "hil_crc32.h"
 #include "hil_protocol.h"
 #include "hil_result.h"
 #include "method_setup.h"
@@ -181,7 +182,8 @@ int main(void) {
     return fail("get_etdump_data (no ETDump: is ET_EVENT_TRACER_ENABLED set?)",
                 Error::NotFound);
   }
-  PRINTF(HIL_FMT_RESULT_BUF, addr(result.buf), static_cast<unsigned>(result.size));
+  PRINTF(HIL_FMT_RESULT_BUF, addr(result.buf), static_cast<unsigned>(result.size),
+         static_cast<unsigned>(hil_crc32(result.buf, result.size)));
   hil_publish_etdump(result.buf, result.size);  // the debugger stops in hil_etdump_ready()
 
   PRINTF(HIL_MSG_PROGRAM_COMPLETE);
