@@ -14,6 +14,8 @@ folder when it is read (see hil.config).
 
 from __future__ import annotations
 
+import math
+
 import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,7 +34,8 @@ class Setting:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A real, finite number: TOML's inf and nan are no clock, timeout or jitter."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _is_int(value: Any) -> bool:
@@ -115,9 +118,15 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
         "breakpoint": text(non_empty=True),
         "result_expr": text(non_empty=True),
         "timeout_s": POSITIVE_S,
+        "fault_handlers": list_of("function names", lambda v: isinstance(v, str) and bool(v)),
     },
     "memory": {
         "ram": list_of("[start, size] pairs of whole numbers (size > 0)", _ram_pair),
+        "program_bytes": integer(above=0),
+        "planned_bytes": integer(above=0),
+    },
+    "limits": {
+        "max_runs": integer(above=0),
     },
     "firmware": {
         "image": text(non_empty=True),

@@ -56,8 +56,9 @@ def hil() -> Iterator[Hil]:
 
 
 def first_line(done: subprocess.CompletedProcess) -> str:
+    """The command's error line: the first stderr line that is not a progress line (`[hil] step...`)."""
     assert "Traceback" not in done.stderr, done.stderr
-    return done.stderr.splitlines()[0] if done.stderr else ""
+    return next((line for line in done.stderr.splitlines() if not line.startswith("[hil]")), "")
 
 
 def manifest(out: Path) -> dict:
@@ -93,7 +94,7 @@ def variant(tmp_path_factory: pytest.TempPathFactory):
 def test_a_fault_is_reported_with_its_cause_and_source_line(hil, variant, tmp_path, fault, exception, function, words):
     elf, out = variant(fault=fault), tmp_path / "run"
     done, elapsed = hil(*RUN, "--iterations", "1", "--elf", str(elf), "--out", str(out), "--timeout", "30")
-    assert done.returncode == 1 and elapsed < 120
+    assert done.returncode == 3 and elapsed < 120  # a board error
     report = json.loads((out / "fault.json").read_text())
     found, where = addr2line(elf, int(report["stacked_frame"]["PC"], 16))  # binutils, not the harness
     assert found == function
@@ -107,7 +108,7 @@ def test_a_fault_is_reported_with_its_cause_and_source_line(hil, variant, tmp_pa
 def test_a_hang_is_reported_where_the_core_was(hil, variant, tmp_path):
     elf, out = variant(fault="hang"), tmp_path / "run"
     done, elapsed = hil(*RUN, "--iterations", "1", "--elf", str(elf), "--out", str(out), "--timeout", "5")
-    assert done.returncode == 1 and elapsed < 120
+    assert done.returncode == 3 and elapsed < 120  # a board error
     report = json.loads((out / "fault.json").read_text())
     function, where = addr2line(elf, int(report["core"]["pc"], 16))
     assert function == "replay_hang"
@@ -169,7 +170,6 @@ def test_editing_an_imported_helper_re_exports_the_model(hil, tmp_path):
     (("--timeout", "-5"), "timeout (seconds) must be greater than 0, not -5.0"),
     (("--jitter", "nan"), "jitter must be a finite number, not nan"),
     (("--jitter", "1"), "jitter must be less than 1, not 1.0"),
-    (("--clock-mhz", "0"), "board.clock_mhz must be greater than 0, not 0.0"),
     (("--elf", "/nonexistent/firmware.elf"), "firmware image /nonexistent/firmware.elf: cannot read it"),
     (("--model", "nosuch"), "unknown model 'nosuch'"),
     (("--delegate", "nosuch"), "unknown delegate 'nosuch'"),
@@ -184,12 +184,23 @@ def test_a_bad_input_is_refused_at_once_in_one_line(hil, tmp_path, args, says):
     assert not (out / "qemu.log").exists() and not (out / "model.pte").exists()  # no work was done
 
 
+def test_a_board_override_out_of_range_is_refused_before_the_run_folder_is_made(hil, tmp_path):
+    # Board-file values, from the file or its command-line overrides, are checked when the board is read:
+    # before the run starts, so there is no run folder to keep anything in.
+    out = tmp_path / "run"
+    done, elapsed = hil("run", "--board", "qemu", "--model", "cifar10", "--out", str(out), "--clock-mhz", "0")
+    assert done.returncode == 2 and elapsed < 30
+    assert len(done.stderr.splitlines()) == 1
+    assert "[board].clock_mhz must be a number > 0, not 0.0" in first_line(done), done.stderr
+    assert not out.exists()
+
+
 def test_a_board_file_clock_that_is_no_number_and_an_unwritable_out_are_refused(hil, tmp_path):
     board = tmp_path / "board.toml"
     board.write_text((REPO / "boards" / "qemu.toml").read_text().replace("clock_mhz = 324", 'clock_mhz = "fast"'))
     done, elapsed = hil("run", "--board-config", str(board), "--model", "cifar10", "--out", str(tmp_path / "run"))
     assert done.returncode == 2 and elapsed < 30
-    assert "board.clock_mhz must be a number, not 'fast'" in first_line(done) and len(done.stderr.splitlines()) == 1
+    assert "[board].clock_mhz must be a number > 0, not 'fast'" in first_line(done) and len(done.stderr.splitlines()) == 1
     done, elapsed = hil(*RUN, "--out", "/proc/x")
     assert done.returncode == 2 and elapsed < 30
     assert first_line(done).startswith("hil run: --out /proc/x: cannot create or write there")
@@ -247,7 +258,7 @@ def test_inspect_reads_a_run_folder_with_a_garbled_console_and_a_corrupt_manifes
 def test_a_crc_mismatch_fails_naming_both_values(hil, variant, tmp_path):
     out = tmp_path / "run"
     done, elapsed = hil(*RUN, "--iterations", "1", "--elf", str(variant(result_crc="wrong")), "--out", str(out))
-    assert done.returncode == 1 and elapsed < 120
+    assert done.returncode == 3 and elapsed < 120  # a board error
     read = zlib.crc32((out / "trace.etdump").read_bytes())  # the dump is kept; its CRC computed here
     line = first_line(done)
     assert "ETDump CRC-32 mismatch" in line
@@ -287,7 +298,7 @@ def test_one_run_at_a_time_in_a_run_folder(hil, variant, tmp_path):
                                        f" {os.uname().nodename} (since {first_line(refused).split('(since ')[1]}")
         assert "--wait" in refused.stderr
         waited, elapsed = hil(*RUN, "--iterations", "1", "--out", str(out), "--wait")
-        assert holder.wait(timeout=60) == 1  # the hang ran into its timeout, then the waiter went on
+        assert holder.wait(timeout=60) == 3  # the hang ran into its timeout (a board error), then the waiter went on
     finally:
         if holder.poll() is None:
             holder.kill()
