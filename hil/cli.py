@@ -16,7 +16,7 @@ def _add_board_options(parser: argparse.ArgumentParser, *, required: bool) -> No
     parser.add_argument("--board-config", type=Path, default=None, help="board file; wins over --board")
     group = parser.add_argument_group("board-file overrides")
     for opt in OVERRIDES:
-        group.add_argument(opt.flag, dest=opt.dest, type=opt.type, default=None, help=opt.help)
+        group.add_argument(*opt.flags, dest=opt.dest, type=opt.type, default=None, help=opt.help)
 
 
 def board_from_args(args: argparse.Namespace) -> BoardConfig:

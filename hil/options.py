@@ -14,6 +14,12 @@ class Override:
     key: str
     type: Callable[[str], Any]
     help: str
+    # Further spellings of the same option, shown first in --help (e.g. the `--hil-` name of an old flag).
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return (*self.aliases, self.flag)
 
     @property
     def dest(self) -> str:
@@ -29,7 +35,8 @@ OVERRIDES: tuple[Override, ...] = (
     Override("--gdb", "debug.gdb", str, "GDB executable (gdb-multiarch)"),
     Override("--breakpoint", "debug.breakpoint", str, "where the ETDump is ready: FUNCTION or file.c:LINE"),
     Override("--result-expr", "debug.result_expr", str, "expression holding the ETDump result (.buf, .size)"),
-    Override("--probe", "pyocd.probe_id", str, "pyOCD probe unique id (RT700)"),
+    Override("--probe", "pyocd.probe_id", str, "pyOCD probe unique id (RT700), or remote:HOST:PORT for a probe "
+             "served by `pyocd server`", aliases=("--hil-probe",)),
     Override("--target", "pyocd.target", str, "pyOCD target name (RT700)"),
     Override("--pack", "pyocd.pack", str, "path to the NXP device pack (.pack) for pyOCD"),
     Override("--swd-frequency", "pyocd.frequency_hz", _int_auto, "SWD clock in Hz"),

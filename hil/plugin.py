@@ -30,7 +30,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--hil-iterations", type=int, default=5, help="inferences profiled per run")
     group.addoption("--hil-timeout", type=float, default=None, help="seconds allowed per board run")
     for opt in OVERRIDES:
-        group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, help=opt.help)
+        group.addoption(*opt.flags, dest=opt.dest, type=opt.type, default=None, help=opt.help)
 
 
 def pytest_configure(config: pytest.Config) -> None:
