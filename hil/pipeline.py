@@ -134,6 +134,7 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
         "iterations": request.iterations,
         "warmup": request.warmup,
         "status": "failed",
+        **({"lab": request.board.get("lab")} if request.board.get("lab") else {}),  # place, exporter host
     }
     try:
         plan = RunPlan(request.iterations, request.warmup)  # a bad count fails here, before any work

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--hil-timeout", type=float, default=None, help="seconds allowed per board run")
     for opt in OVERRIDES:
         group.addoption(*opt.flags, dest=opt.dest, type=opt.type, default=None, help=opt.help)
+    from hil.lab.session import LAB_OPTIONS
+
+    for flag, dest, kind, text in LAB_OPTIONS:
+        group.addoption(flag, dest=dest, type=kind, default=None, help=text)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -41,10 +45,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def hil_board(pytestconfig: pytest.Config) -> BoardConfig:
-    """The board chosen on the command line, with its overrides applied."""
+def hil_board(pytestconfig: pytest.Config) -> Iterator[BoardConfig]:
+    """The board chosen on the command line, with its overrides applied; in a shared lab, this session's
+    own board (a lab-file entry, a labgrid place), held until the session ends (hil/lab/session.py)."""
+    from hil.lab.session import LabOptions, held_board
+
     cfg = load_board_config(pytestconfig.getoption("board"), pytestconfig.getoption("board_config"))
-    return cfg.with_overrides(overrides_from(vars(pytestconfig.option)))
+    cfg = cfg.with_overrides(overrides_from(vars(pytestconfig.option)))
+    worker = getattr(pytestconfig, "workerinput", {}).get("workerid")
+    with held_board(cfg, LabOptions.from_values(vars(pytestconfig.option), worker)) as held:
+        yield held
 
 
 def _folder_name(nodeid: str) -> str:
