@@ -26,6 +26,8 @@ from hil.road.run_config import run_planned
 from hil.road.serial_reader import SerialReader
 
 END_LINE = "Program complete, exiting."
+# Where the replay image ends (firmware/qemu/semihost.c): QEMU exits inside it.
+EXIT_FUNCTION = "semihost_exit"
 # Seconds QEMU's UART socket gets to show up as connected in `info chardev`.
 SERIAL_ATTACH_S = 5.0
 # How an image without the run-configuration handshake gets it (the harness builds the replay image).
@@ -201,10 +203,13 @@ class QemuBoard:
         """Let the image run to its end: its last line, then QEMU's exit with the image's status."""
         assert self._gdb is not None and self._qemu is not None
         try:
+            if self._qemu.serial_pty:
+                self._hold_exit_until_console_drained(ctx, deadline)
             stop = self._gdb.continue_until_stop(_left(deadline))
             if not stop.target_gone:
                 raise ctx.failure(f"target stopped again after the breakpoint instead of finishing: {stop.describe()}")
-            ctx.serial.expect(END_LINE, _left(deadline))
+            if not self._qemu.serial_pty:  # else already seen before the exit
+                ctx.serial.expect(END_LINE, _left(deadline))
         except TargetError as exc:
             if str(exc).startswith(f"board '{self.name}'"):
                 raise
@@ -215,6 +220,20 @@ class QemuBoard:
         if exit_code != 0:
             raise ctx.failure(f"QEMU exit status {exit_code} (the image's exit code; log: {self.qemu_log})")
         return exit_code
+
+    def _hold_exit_until_console_drained(self, ctx: RunContext, deadline: float) -> None:
+        """With a pty console, stop the image at `semihost_exit` until its last line has come through.
+
+        QEMU's exit hangs the pty up, and a hang-up discards what the reader (ser2net) has not read yet:
+        the last line could be lost. A real board does not vanish after its last line; this makes the
+        emulated one wait the same way.
+        """
+        assert self._gdb is not None
+        self._gdb.break_insert(EXIT_FUNCTION, temporary=True)
+        stop = self._gdb.continue_until_stop(_left(deadline))
+        if stop.target_gone:
+            raise ctx.failure(f"target exited before reaching {EXIT_FUNCTION}: {stop.describe()}")
+        ctx.serial.expect(END_LINE, _left(deadline))
 
     def _with_qemu_status(self, exc: TargetError) -> TargetError:
         """Add QEMU's fate to a failure: 'QEMU died (status -9)' explains most lost debugger sessions."""
