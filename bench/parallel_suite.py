@@ -1,0 +1,69 @@
+"""Nightly throughput: the device tests on the QEMU board, serially and with `pytest -n 2`, in one run.
+
+Both sides run the same tests (tests/device: the built-in models, CPU-only and simulated Neutron) in
+fresh pytest sessions with the same warm caches (a first, untimed session fills the AOT and image
+caches, so neither side pays for exporting). Each side runs `--repeats` times, alternating, and the
+medians are compared: the ratio is serial / parallel, the speed-up two emulated boards side by side
+give a nightly run. Needs pytest-xdist (pinned in pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SESSION_TIMEOUT_S = 1800
+
+
+def session(artifacts: Path, workers: int | None, tests: str) -> tuple[float, int]:
+    """Seconds of one `pytest --board qemu TESTS` session, and how many tests passed; fails loudly otherwise."""
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--board", "qemu",
+            "--hil-artifacts", str(artifacts), tests]
+    if workers:
+        argv[3:3] = ["-n", str(workers)]
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=SESSION_TIMEOUT_S,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    took = time.perf_counter() - start
+    passed = re.search(r"(\d+) passed", done.stdout)
+    if done.returncode != 0 or passed is None:
+        sys.exit(f"pytest {'-n ' + str(workers) if workers else 'serial'} failed:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+    return took, int(passed.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=1, help="timed sessions per side (alternating)")
+    parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers for the parallel side")
+    parser.add_argument("--tests", default="tests/device", help="what to run (default: the device tests)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="hil-bench-") as tmp:
+        root = Path(tmp)
+        print(f"warming the caches: one untimed serial session of {args.tests} ...", flush=True)
+        session(root / "warm", None, args.tests)
+        serial: list[float] = []
+        parallel: list[float] = []
+        for i in range(args.repeats):
+            took, n_serial = session(root / f"serial{i}", None, args.tests)
+            serial.append(took)
+            took, n_parallel = session(root / f"parallel{i}", args.workers, args.tests)
+            parallel.append(took)
+            if n_serial != n_parallel:
+                sys.exit(f"the two sides ran different tests: {n_serial} vs {n_parallel} passed")
+    s, p = statistics.median(serial), statistics.median(parallel)
+    print(f"{args.tests} on the QEMU board ({n_serial} tests, {os.cpu_count()} cores), median of {args.repeats}:")
+    print(f"  serial                    {s:8.1f} s")
+    print(f"  pytest -n {args.workers:<16d}{p:8.1f} s")
+    print(f"  speed-up serial / -n {args.workers}: {s / p:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
