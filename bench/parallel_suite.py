@@ -45,6 +45,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers for the parallel side")
     parser.add_argument("--tests", default="tests/device", help="what to run (default: the device tests)")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="hil-bench-") as tmp:
         root = Path(tmp)
         print(f"warming the caches: one untimed serial session of {args.tests} ...", flush=True)
@@ -63,6 +64,9 @@ def main() -> None:
     print(f"  serial                    {s:8.1f} s")
     print(f"  pytest -n {args.workers:<16d}{p:8.1f} s")
     print(f"  speed-up serial / -n {args.workers}: {s / p:.2f}x")
+    # Other work on the machine takes the cores the second worker needs: say how busy it was.
+    print(f"  machine load (1-min average) before / after: {load_before:.1f} / {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores; the speed-up shrinks when other processes load the cores")
 
 
 if __name__ == "__main__":

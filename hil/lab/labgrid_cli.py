@@ -132,7 +132,7 @@ def parse_reservations(text: str) -> list[ReservationInfo]:
     blocks = re.split(r"^Reservation '([^']+)':\s*$", text, flags=re.MULTILINE)
     for token, body in zip(blocks[1::2], blocks[2::2]):
         fields = dict(re.findall(r"^\s+(owner|state): (.*)$", body, flags=re.MULTILINE))
-        places = re.findall(r"^\s{4}main: (.*)$", body, flags=re.MULTILINE)
+        places = re.findall(r"^\s+allocations:\n\s+main: (.*)$", body, flags=re.MULTILINE)
         allocations = tuple(p.strip() for p in ", ".join(places).split(",") if p.strip())
         found.append(ReservationInfo(token, fields.get("owner", ""), fields.get("state", ""), allocations))
     return found
