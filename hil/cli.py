@@ -19,18 +19,33 @@ def _add_board_options(parser: argparse.ArgumentParser, *, required: bool) -> No
         group.add_argument(*opt.flags, dest=opt.dest, type=opt.type, default=None, help=opt.help)
 
 
+def _add_lab_options(parser: argparse.ArgumentParser) -> None:
+    from hil.lab.session import LAB_OPTIONS
+
+    group = parser.add_argument_group("shared lab (labgrid place, lab file)")
+    for flag, dest, kind, text in LAB_OPTIONS:
+        group.add_argument(flag, dest=dest, type=kind, default=None, help=text)
+
+
 def board_from_args(args: argparse.Namespace) -> BoardConfig:
     cfg = load_board_config(args.board, args.board_config)
     return cfg.with_overrides(overrides_from(vars(args)))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from hil.lab.session import LabOptions, held_board
+
+    with held_board(board_from_args(args), LabOptions.from_values(vars(args))) as board:  # a place, if named
+        return _run_on(board, args)
+
+
+def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
     from hil.analysis.table import format_table
     from hil.pipeline import RunRequest, run_profile
 
     request = RunRequest(
         model=args.model,
-        board=board_from_args(args),
+        board=board,
         out_dir=args.out,
         iterations=args.iterations,
         warmup=args.warmup,
@@ -102,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, help="seed of the simulated cost model")
     run.add_argument("--jitter", type=float, default=None, help="relative run-to-run jitter of the simulation")
     run.add_argument("-v", "--verbose", action="store_true", help="print each step and its duration")
+    _add_lab_options(run)
     run.set_defaults(func=_cmd_run)
 
     export = sub.add_parser("export", help="convert a model to model.pte + etrecord.bin (for a firmware build)")

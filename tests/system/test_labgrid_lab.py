@@ -212,3 +212,16 @@ def test_a_lab_file_gives_each_xdist_worker_its_own_place(tmp_path, lab):
     assert len(used) == 2, used  # two workers ...
     places = [next(iter(p)) for p in used.values()]
     assert all(len(p) == 1 for p in used.values()) and sorted(places) == ["qemu-a", "qemu-b"], used  # ... a place each
+
+
+def test_hil_run_takes_a_place_too(tmp_path, lab):
+    out = tmp_path / "cli-run"
+    done = subprocess.run(
+        [sys.executable, "-m", "hil.cli", "run", "--board-config", str(board_file(tmp_path, lab, "qemu-b")),
+         "--hil-place", "qemu-b", "--hil-coordinator", lab.coordinator, "--model", "cifar10", "--iterations", "2",
+         "--out", str(out)],
+        cwd=REPO, env=loopback_env(), capture_output=True, text=True, timeout=SESSION_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert json.loads((out / "manifest.json").read_text())["lab"]["place"] == "qemu-b"
+    assert lab.client().show("qemu-b").acquired is None
