@@ -225,3 +225,17 @@ def test_hil_run_takes_a_place_too(tmp_path, lab):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert json.loads((out / "manifest.json").read_text())["lab"]["place"] == "qemu-b"
     assert lab.client().show("qemu-b").acquired is None
+
+
+def test_a_cancelled_session_sigterm_releases_its_place(tmp_path, lab):
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    child = session(tmp_path, "cancelled", HOLD_ONLY_TEST, "--hil-place", "qemu-b", "--hil-coordinator",
+                    lab.coordinator, env={"HIL_TEST_HOLD": str(hold)})
+    wait_for(hold / "ready", child, "the session never acquired the place")
+    assert lab.client().show("qemu-b").acquired == (hold / "ready").read_text()
+    child.send_signal(signal.SIGTERM)  # a cancelled CI job
+    out = finish(child, timeout=120)
+    assert child.returncode != 0 and "KeyboardInterrupt" in out, out[-2000:]
+    state = lab.client().show("qemu-b")
+    assert state.acquired is None and state.reservation is None and lab.client().reservations() == []

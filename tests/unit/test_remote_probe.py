@@ -6,7 +6,6 @@ doctor's listing, the flash session and `pyocd gdbserver` all talk pyOCD's remot
 
 from __future__ import annotations
 
-import io
 import sys
 import time
 from pathlib import Path
