@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -23,20 +24,26 @@ REPO = Path(__file__).resolve().parent.parent
 SESSION_TIMEOUT_S = 1800
 
 
-def session(artifacts: Path, workers: int | None, tests: str) -> tuple[float, int]:
-    """Seconds of one `pytest --board qemu TESTS` session, and how many tests passed; fails loudly otherwise."""
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def session(artifacts: Path, workers: int | None, tests: str) -> tuple[float, int, float]:
+    """Wall seconds of one `pytest --board qemu TESTS` session, how many tests passed, and the CPU seconds it
+    used (all its processes); fails loudly when a test fails."""
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--board", "qemu",
             "--hil-artifacts", str(artifacts), tests]
     if workers:
         argv[3:3] = ["-n", str(workers)]
-    start = time.perf_counter()
+    cpu_before, start = _children_cpu_s(), time.perf_counter()
     done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=SESSION_TIMEOUT_S,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     took = time.perf_counter() - start
     passed = re.search(r"(\d+) passed", done.stdout)
     if done.returncode != 0 or passed is None:
         sys.exit(f"pytest {'-n ' + str(workers) if workers else 'serial'} failed:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
-    return took, int(passed.group(1))
+    return took, int(passed.group(1)), _children_cpu_s() - cpu_before
 
 
 def main() -> None:
@@ -52,17 +59,20 @@ def main() -> None:
         session(root / "warm", None, args.tests)
         serial: list[float] = []
         parallel: list[float] = []
+        cpu: dict[str, list[float]] = {"serial": [], "parallel": []}
         for i in range(args.repeats):
-            took, n_serial = session(root / f"serial{i}", None, args.tests)
+            took, n_serial, used = session(root / f"serial{i}", None, args.tests)
             serial.append(took)
-            took, n_parallel = session(root / f"parallel{i}", args.workers, args.tests)
+            cpu["serial"].append(used)
+            took, n_parallel, used = session(root / f"parallel{i}", args.workers, args.tests)
             parallel.append(took)
+            cpu["parallel"].append(used)
             if n_serial != n_parallel:
                 sys.exit(f"the two sides ran different tests: {n_serial} vs {n_parallel} passed")
     s, p = statistics.median(serial), statistics.median(parallel)
     print(f"{args.tests} on the QEMU board ({n_serial} tests, {os.cpu_count()} cores), median of {args.repeats}:")
-    print(f"  serial                    {s:8.1f} s")
-    print(f"  pytest -n {args.workers:<16d}{p:8.1f} s")
+    print(f"  serial                    {s:8.1f} s wall, {statistics.median(cpu['serial']):6.1f} s CPU")
+    print(f"  pytest -n {args.workers:<16d}{p:8.1f} s wall, {statistics.median(cpu['parallel']):6.1f} s CPU")
     print(f"  speed-up serial / -n {args.workers}: {s / p:.2f}x")
     # Other work on the machine takes the cores the second worker needs: say how busy it was.
     print(f"  machine load (1-min average) before / after: {load_before:.1f} / {os.getloadavg()[0]:.1f} "
