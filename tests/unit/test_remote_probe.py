@@ -1,16 +1,20 @@
 """`--hil-probe remote:HOST:PORT`: a probe served by pyOCD's own `pyocd server`, reached by pyOCD's own client.
 
-Everything is real except the probe behind the server (tests/unit/fake_probe_server.py): resolution, the
-doctor's listing, the flash session and `pyocd gdbserver` all talk pyOCD's remote-probe protocol to it.
+Everything is real except the probe behind the server (tests/unit/fake_probe_server.py, a probe with the
+least of a Cortex-M4 behind it): resolution, the doctor's listing, flashing (pyOCD's discovery and loader)
+and `pyocd gdbserver` with gdb on top all talk pyOCD's remote-probe protocol to it.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from elftools.elf.elffile import ELFFile
 
 from hil.config import load_board_config
 from hil.doctor import check_probes
@@ -18,6 +22,7 @@ from hil.errors import BoardConfigError, TargetError
 from hil.probe.gdbserver import PyocdGdbServer
 from hil.probe.pyocd_flash import flash_image, resolve_probe_id
 from hil.boards.rt700 import serial_url_for
+from hil.road.gdbmi import GdbMiSession
 from hil.road.ports import LOOPBACK, free_tcp_port
 from hil.road.process import ManagedProcess, live_children
 
@@ -66,26 +71,51 @@ def test_no_server_is_a_clear_error_at_once():
     assert not check_probes(board(probe_id)).ok
 
 
-def test_flashing_reaches_the_probe_behind_the_server(server, tmp_path):
+@pytest.fixture
+def ram_image(tmp_path):
+    """A small ELF whose one load segment lands in the fake target's RAM (pyOCD's max32630 map: 0x20000000)."""
+    source = tmp_path / "image.c"
+    source.write_text("const unsigned char payload[64] = {" + ", ".join(str(i * 7 % 256) for i in range(64)) + "};\n"
+                      "void _start(void) { for (;;) {} }\n")
+    elf = tmp_path / "image.elf"
+    subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-nostdlib", "-O1", "-Wl,-Ttext=0x20000000",
+                    "-Wl,--no-warn-rwx-segments", "-o", str(elf), str(source)], check=True, timeout=60)
+    with open(elf, "rb") as handle:
+        (segment,) = [seg for seg in ELFFile(handle).iter_segments()
+                      if seg.header.p_type == "PT_LOAD" and seg.header.p_filesz]
+        return elf, segment["p_paddr"], segment.data()
+
+
+def test_flashing_through_the_server_writes_the_image_into_the_target(server, ram_image):
     probe_id, log = server
+    elf, address, data = ram_image
+    report = flash_image(board(probe_id, **{"pyocd.target": "max32630"}), elf)
+    assert report.attempts == 1 and report.probe_id == probe_id
+    written = json.loads(Path(f"{log}.mem").read_text())  # what the probe behind the server received
+    assert bytes.fromhex(written[hex(address)])[: len(data)] == data
+
+
+def test_pyocd_gdbserver_on_a_remote_probe_serves_gdb(server, ram_image, tmp_path):
+    probe_id, log = server
+    elf, address, data = ram_image
+    flash_image(board(probe_id, **{"pyocd.target": "max32630"}), elf)
+    gdbserver = PyocdGdbServer(probe_id=probe_id, target="max32630", log_path=tmp_path / "gdbserver.log")
+    assert gdbserver.argv[gdbserver.argv.index("--uid") + 1] == probe_id
+    gdbserver.start(timeout=60)
+    try:
+        with GdbMiSession("gdb-multiarch", elf, tmp_path / "mi.log") as gdb:
+            gdb.connect(LOOPBACK, gdbserver.port, timeout=30)
+            assert gdb.read_memory(address, len(data)) == data  # through gdb, pyocd gdbserver, pyocd server
+    finally:
+        gdbserver.close()
+
+
+def test_the_target_support_is_needed_where_pyocd_runs_the_target_not_on_the_probe_host(server, tmp_path):
+    probe_id, _log = server
     elf = tmp_path / "image.elf"
     elf.write_bytes(b"\x7fELF")
-    # The fake has no target behind it, so pyOCD's own discovery, run through the server, finds no core.
-    with pytest.raises(TargetError, match=f"opening probe {probe_id} .*No cores were discovered"):
-        flash_image(board(probe_id), elf)
-    calls = log.read_text().splitlines()
-    assert any(c.startswith("connect") for c in calls) and any(c.startswith("read_dp") for c in calls), calls
-
-
-def test_pyocd_gdbserver_reaches_the_probe_behind_the_server(server, tmp_path):
-    probe_id, log = server
-    gdbserver = PyocdGdbServer(probe_id=probe_id, target="cortex_m", log_path=tmp_path / "gdbserver.log")
-    assert gdbserver.argv[gdbserver.argv.index("--uid") + 1] == probe_id
-    with pytest.raises(TargetError):  # the fake has no target behind it: the server stops early
-        gdbserver.start(timeout=60)
-    calls = log.read_text().splitlines()
-    assert calls.count("open") >= 1 and any(c.startswith("connect") for c in calls), calls
-    assert gdbserver.process.returncode is not None
+    with pytest.raises(BoardConfigError, match="pyocd pack install mimxrt798sgfob"):
+        flash_image(board(probe_id, **{"pyocd.target": "mimxrt798sgfob"}), elf)
 
 
 def test_a_remote_probe_needs_its_console_named():
