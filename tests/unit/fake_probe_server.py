@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from pyocd.probe.debug_probe import DebugProbe
 
@@ -250,6 +251,49 @@ class FakeDebugProbe(DebugProbe):
     def write_ap_multiple(self, addr, values) -> None:
         for value in values:
             self.target.write_ap(addr, value)
+
+
+def start_server(folder: Path, uid: str = "0BFJXK2W3NM3J") -> tuple[Any, str, Path]:
+    """Run this file as a `pyocd server` child on a free loopback port: (ManagedProcess, remote: id, call log)."""
+    import time
+
+    from hil.probe.gdbserver import _listening_ports
+    from hil.road.ports import LOOPBACK, free_tcp_port
+    from hil.road.process import ManagedProcess
+
+    port, log = free_tcp_port(), Path(folder) / "probe-calls.log"
+    log.touch()
+    process = ManagedProcess([sys.executable, __file__, str(port), uid, str(log)], "pyocd server",
+                             Path(folder) / "server.log").start()
+    deadline = time.monotonic() + 60
+    while port not in (_listening_ports() or set()):
+        if not process.alive or time.monotonic() > deadline:
+            process.close()
+            raise RuntimeError(f"pyocd server never listened: {(Path(folder) / 'server.log').read_text()}")
+        time.sleep(0.05)
+    return process, f"remote:{LOOPBACK}:{port}", log
+
+
+def build_ram_image(folder: Path) -> tuple[Path, int, bytes]:
+    """A small ELF whose one load segment lands in RAM (pyOCD's max32630 map: 0x20000000); (ELF, address, bytes)."""
+    import subprocess
+
+    from elftools.elf.elffile import ELFFile
+
+    source, elf = Path(folder) / "image.c", Path(folder) / "image.elf"
+    source.write_text("const unsigned char payload[64] = {" + ", ".join(str(i * 7 % 256) for i in range(64)) + "};\n"
+                      "void _start(void) { for (;;) {} }\n")
+    subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-nostdlib", "-O1", "-Wl,-Ttext=0x20000000",
+                    "-Wl,--no-warn-rwx-segments", "-o", str(elf), str(source)], check=True, timeout=60)
+    with open(elf, "rb") as handle:
+        (segment,) = [seg for seg in ELFFile(handle).iter_segments()
+                      if seg.header.p_type == "PT_LOAD" and seg.header.p_filesz]
+        return elf, segment["p_paddr"], segment.data()
+
+
+def written_memory(log: Path) -> dict[int, bytes]:
+    """What the fake target's memory received, as saved at the probe's last close."""
+    return {int(addr, 16): bytes.fromhex(data) for addr, data in json.loads(Path(f"{log}.mem").read_text()).items()}
 
 
 def main() -> int:

@@ -7,14 +7,9 @@ and `pyocd gdbserver` with gdb on top all talk pyOCD's remote-probe protocol to 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
-from elftools.elf.elffile import ELFFile
+from fake_probe_server import build_ram_image, start_server, written_memory
 
 from hil.config import load_board_config
 from hil.doctor import check_probes
@@ -24,28 +19,17 @@ from hil.probe.pyocd_flash import flash_image, resolve_probe_id
 from hil.boards.rt700 import serial_url_for
 from hil.road.gdbmi import GdbMiSession
 from hil.road.ports import LOOPBACK, free_tcp_port
-from hil.road.process import ManagedProcess, live_children
+from hil.road.process import live_children
 
-FAKE_SERVER = Path(__file__).with_name("fake_probe_server.py")
 UID = "0BFJXK2W3NM3J"
 
 
 @pytest.fixture
 def server(tmp_path):
     """`pyocd server` on a free loopback port with the fake probe behind it; (probe id, the probe's call log)."""
-    from hil.probe.gdbserver import _listening_ports
-
-    port, log = free_tcp_port(), tmp_path / "probe-calls.log"
-    log.touch()
-    process = ManagedProcess([sys.executable, str(FAKE_SERVER), str(port), UID, str(log)], "pyocd server",
-                             tmp_path / "server.log").start()
+    process, probe_id, log = start_server(tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while port not in (_listening_ports() or set()):
-            assert process.alive, (tmp_path / "server.log").read_text()
-            assert time.monotonic() < deadline, "pyocd server never listened"
-            time.sleep(0.05)
-        yield f"remote:{LOOPBACK}:{port}", log
+        yield probe_id, log
     finally:
         process.close()
     assert live_children() == []
@@ -73,17 +57,7 @@ def test_no_server_is_a_clear_error_at_once():
 
 @pytest.fixture
 def ram_image(tmp_path):
-    """A small ELF whose one load segment lands in the fake target's RAM (pyOCD's max32630 map: 0x20000000)."""
-    source = tmp_path / "image.c"
-    source.write_text("const unsigned char payload[64] = {" + ", ".join(str(i * 7 % 256) for i in range(64)) + "};\n"
-                      "void _start(void) { for (;;) {} }\n")
-    elf = tmp_path / "image.elf"
-    subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-nostdlib", "-O1", "-Wl,-Ttext=0x20000000",
-                    "-Wl,--no-warn-rwx-segments", "-o", str(elf), str(source)], check=True, timeout=60)
-    with open(elf, "rb") as handle:
-        (segment,) = [seg for seg in ELFFile(handle).iter_segments()
-                      if seg.header.p_type == "PT_LOAD" and seg.header.p_filesz]
-        return elf, segment["p_paddr"], segment.data()
+    return build_ram_image(tmp_path)
 
 
 def test_flashing_through_the_server_writes_the_image_into_the_target(server, ram_image):
@@ -91,8 +65,7 @@ def test_flashing_through_the_server_writes_the_image_into_the_target(server, ra
     elf, address, data = ram_image
     report = flash_image(board(probe_id, **{"pyocd.target": "max32630"}), elf)
     assert report.attempts == 1 and report.probe_id == probe_id
-    written = json.loads(Path(f"{log}.mem").read_text())  # what the probe behind the server received
-    assert bytes.fromhex(written[hex(address)])[: len(data)] == data
+    assert written_memory(log)[address][: len(data)] == data  # what the target behind the server received
 
 
 def test_pyocd_gdbserver_on_a_remote_probe_serves_gdb(server, ram_image, tmp_path):
