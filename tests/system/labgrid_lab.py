@@ -42,7 +42,7 @@ def loopback_env(**extra: str) -> dict[str, str]:
 class LocalLab:
     """`places` -> console link path; `start()` brings the lab up, `close()` takes every process down."""
 
-    def __init__(self, root: Path, places: list[str], *, tag: str) -> None:
+    def __init__(self, root: Path, places: list[str], *, tag: str, pyocd_servers: dict[str, int] | None = None) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.places = list(places)
@@ -52,6 +52,8 @@ class LocalLab:
         self.console_links = {place: self.root / f"console-{place}" for place in places}
         self.ser2net_ports: dict[str, int] = {}
         self.processes: list[ManagedProcess] = []
+        # place -> port of a `pyocd server` on this host, exported as the place's NetworkService "pyocd"
+        self.pyocd_servers = dict(pyocd_servers or {})
 
     def _start(self, argv: list[str], name: str, cwd: Path | None = None) -> ManagedProcess:
         if cwd is not None:  # the coordinator keeps its places.yaml in its working folder
@@ -105,6 +107,9 @@ class LocalLab:
         for place in self.places:
             groups += [f"{place}:", "  NetworkSerialPort:", f"    host: {LOOPBACK}",
                        f"    port: {self.ser2net_ports[place]}", "    speed: 115200", "    protocol: rfc2217"]
+            if place in self.pyocd_servers:
+                groups += ["  pyocd:", "    cls: NetworkService", f"    address: {LOOPBACK}",
+                           f"    port: {self.pyocd_servers[place]}", "    username: pyocd"]
         config = self.root / "exporter.yaml"
         config.write_text("\n".join(groups) + "\n")
         self._start([str(labgrid_bin("labgrid-exporter")), "-c", self.coordinator, "--name", self.exporter_name,

@@ -239,3 +239,46 @@ def test_a_cancelled_session_sigterm_releases_its_place(tmp_path, lab):
     assert child.returncode != 0 and "KeyboardInterrupt" in out, out[-2000:]
     state = lab.client().show("qemu-b")
     assert state.acquired is None and state.reservation is None and lab.client().reservations() == []
+
+
+def test_an_rt700_place_lends_its_console_and_probe_server_and_the_board_flashes_through_them(tmp_path, monkeypatch):
+    """The RT700 board on a place: its VCOM through ser2net, its MCU-Link through `pyocd server` (the one fake:
+    the probe behind that server, tests/unit/fake_probe_server.py)."""
+    sys.path.insert(0, str(REPO / "tests" / "unit"))
+    from fake_probe_server import build_ram_image, start_server, written_memory
+
+    from hil.boards.rt700 import Rt700Board
+    from hil.config import load_board_config
+    from hil.lab.session import LabOptions, held_board
+
+    monkeypatch.setenv("HIL_LOCK_DIR", str(tmp_path / "locks"))
+    server, probe_id, calls = start_server(tmp_path)
+    tag = uuid.uuid4().hex
+    lab = None
+    vcom, vcom_device = os.openpty()  # the EVK's USB serial port; the test holds the board's end
+    try:
+        lab = LocalLab(tmp_path / "lab", ["rt700-evk"], tag=tag,
+                       pyocd_servers={"rt700-evk": int(probe_id.rsplit(":", 1)[1])}).start()
+        lab.console_links["rt700-evk"].symlink_to(os.ttyname(vcom_device))
+        elf, address, data = build_ram_image(tmp_path)
+        cfg = load_board_config("rt700").with_overrides({"pyocd.target": "max32630"})  # a target the fake carries
+        with held_board(cfg, LabOptions(place="rt700-evk", coordinator=lab.coordinator)) as held:
+            assert held.get("pyocd.probe_id") == probe_id
+            assert held.get("serial.url") == f"rfc2217://127.0.0.1:{lab.ser2net_ports['rt700-evk']}?ign_set_control"
+            with Rt700Board(held, tmp_path / "run") as board:
+                board.flash(elf)
+                os.write(vcom, b"Core/NPU Frequency: 324 MHz\r\n")
+                deadline = time.monotonic() + 30
+                while b"Core/NPU Frequency" not in (tmp_path / "run" / "serial.log").read_bytes():
+                    assert time.monotonic() < deadline, "the console never came through ser2net"
+                    time.sleep(0.05)
+            assert board.flash_report.probe_id == probe_id
+            assert written_memory(calls)[address][: len(data)] == data  # the image reached the target
+        assert lab.client().show("rt700-evk").acquired is None
+    finally:
+        if lab is not None:
+            lab.close()
+        server.close()
+        os.close(vcom)
+        os.close(vcom_device)
+    assert processes_tagged(tag) == [] and live_children() == []
