@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hil.errors import TimeoutExpired
@@ -52,7 +53,7 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     try:
-        state = open(f"/proc/{pid}/stat", encoding="ascii", errors="replace").read().rsplit(")", 1)[-1].split()[0]
+        state = Path(f"/proc/{pid}/stat").read_text(errors="replace").rsplit(")", 1)[-1].split()[0]
     except (OSError, IndexError):
         return True
     return state not in ("Z", "X")
@@ -184,17 +185,16 @@ class PlaceHold:
         """Release the place and cancel the reservation; safe to call twice, errors only logged."""
         token, self.token = self.token, None
         acquired, self.acquired = self.acquired, False
-        try:
-            if acquired:
-                self.client.release(self.place)
-            if token:
-                self.client.cancel(token)
-        except (LabError, TimeoutExpired) as exc:
-            LOG.warning("place %s: release failed: %s", self.place, exc)
-        finally:
-            with _held_lock:
-                if self in _held:
-                    _held.remove(self)
+        steps = ([("release", lambda: self.client.release(self.place))] if acquired else []) + (
+            [("cancel the reservation", lambda: self.client.cancel(token))] if token else [])
+        for what, step in steps:  # each even when the one before failed
+            try:
+                step()
+            except (LabError, TimeoutExpired) as exc:
+                LOG.warning("place %s: could not %s: %s", self.place, what, exc)
+        with _held_lock:
+            if self in _held:
+                _held.remove(self)
 
     def __enter__(self) -> PlaceLease:
         return self.acquire()
