@@ -7,15 +7,21 @@ SHELL := /bin/bash
 PYTHON_BOOT ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi gdb-multiarch
+APT_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi gdb-multiarch ser2net
 # The venv is rebuilt only when the project's pins change.
 VENV_STAMP := $(VENV)/.et-hil-$(shell cat pyproject.toml | sha256sum | cut -c1-16)
+# labgrid lives in its own venv: it needs pyserial-labgrid, a fork that installs the same `serial` package as
+# the pinned pyserial==3.5, so the two cannot share one venv. The harness runs its labgrid-coordinator,
+# labgrid-exporter and labgrid-client as child processes (HIL_LABGRID_BIN names another folder holding them).
+LAB_VENV ?= .venv-lab
+LABGRID_PIN := labgrid==26.0.1
+LAB_STAMP := $(LAB_VENV)/.et-hil-$(LABGRID_PIN)
 DEMO_OUT ?= hil-artifacts/demo
 TEST_ARGS ?=
 
-.PHONY: demo test setup apt venv clean-cache firmware firmware-check
+.PHONY: demo test setup apt venv lab-venv clean-cache firmware firmware-check
 
-setup: apt venv
+setup: apt venv lab-venv
 
 # Debian packages: checked with dpkg (fast), installed only when one is missing.
 apt:
@@ -34,6 +40,15 @@ $(VENV_STAMP): pyproject.toml
 	@$(PY) -m pip install -q --disable-pip-version-check -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
 	@$(PY) -c "import torch, executorch, pyocd, serial, pygdbmi, pytest_embedded, xmlschema; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	@rm -f $(VENV)/.et-hil-*; touch $@
+
+lab-venv: $(LAB_STAMP)
+
+$(LAB_STAMP):
+	@test -x $(LAB_VENV)/bin/python || $(PYTHON_BOOT) -m venv $(LAB_VENV)
+	@echo "installing $(LABGRID_PIN) into $(LAB_VENV) (kept apart from pyserial==3.5)"
+	@$(LAB_VENV)/bin/python -m pip install -q --disable-pip-version-check $(LABGRID_PIN) 2>&1 | grep -v "^WARNING: Location" || true
+	@$(LAB_VENV)/bin/labgrid-client --help >/dev/null
+	@rm -f $(LAB_VENV)/.et-hil-*; touch $@
 
 demo: setup
 	$(VENV)/bin/hil run --board qemu --model cifar10 --out $(DEMO_OUT)/cifar10

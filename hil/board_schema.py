@@ -128,6 +128,13 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
     "limits": {
         "max_runs": integer(above=0),
     },
+    # A labgrid place instead of a local probe (hil.lab): its name and, optionally, the coordinator.
+    "place": {
+        "name": text(non_empty=True),
+        "coordinator": text(non_empty=True),
+    },
+    # What the harness records of the lab board or place it holds (hil.lab); written by it, not by users.
+    "lab": FREE,
     "firmware": {
         "image": text(non_empty=True),
         "elf": path(),

@@ -42,13 +42,28 @@ def _add_board_options(parser: argparse.ArgumentParser, *, required: bool) -> No
                            help=opt.help)
 
 
+def _add_lab_options(parser: argparse.ArgumentParser) -> None:
+    from hil.lab.session import LAB_OPTIONS
+
+    group = parser.add_argument_group("shared lab (labgrid place, lab file)")
+    for flag, dest, kind, text in LAB_OPTIONS:
+        group.add_argument(flag, dest=dest, type=kind, default=None, help=text)
+
+
 def board_from_args(args: argparse.Namespace) -> BoardConfig:
     cfg = load_board_config(args.board, args.board_config)
     return cfg.with_overrides(overrides_from(vars(args)))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    board = board_from_args(args)  # a bad board file fails here, before torch is imported
+    from hil.lab.session import LabOptions, held_board
+
+    # A bad board file fails here, before torch is imported; a named place is held for the whole run.
+    with held_board(board_from_args(args), LabOptions.from_values(vars(args))) as board:
+        return _run_on(board, args)
+
+
+def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
     from hil.analysis.table import format_table
     from hil.pipeline import RunRequest, run_profile
 
@@ -146,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--verbose", action="store_true", help="also print each step's duration as it ends")
     run.add_argument("-q", "--quiet", action="store_true", help="print no step lines or progress bars")
     run.add_argument("--json", action="store_true", help="print the profile as JSON instead of the table")
+    _add_lab_options(run)
     run.set_defaults(func=_cmd_run)
 
     export = sub.add_parser("export", help="convert a model to model.pte + etrecord.bin (for a firmware build)")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from hil.config import BoardConfig
+from hil.errors import HilError
 
 # Seconds one check may take, and the whole doctor (well under the 30 s promised to users).
 CHECK_TIMEOUT_S = 8.0
@@ -104,12 +105,17 @@ def check_target(cfg: BoardConfig) -> Check:
 
 
 def check_probes(cfg: BoardConfig | None) -> Check:
-    from hil.probe.pyocd_flash import list_probes
+    from hil.probe.pyocd_flash import is_remote, list_probes, remote_probe
 
+    wanted = str(cfg.get("pyocd.probe_id", "") or "") if cfg else ""
+    if is_remote(wanted):  # a probe behind `pyocd server`: ask that server, not the USB bus
+        try:
+            return Check("debug probes", True, str(remote_probe(wanted, timeout=CHECK_TIMEOUT_S - 2)))
+        except HilError as exc:
+            return Check("debug probes", False, str(exc), "start `pyocd server` on the probe's host")
     probes = list_probes()
     if cfg is None and not probes:  # a general check-up: no probe is a fact, not a fault
         return Check("debug probes", False, "none connected", required=False)
-    wanted = str(cfg.get("pyocd.probe_id", "") or "") if cfg else ""
     listing = ", ".join(str(p) for p in probes)
     fix = f"connect the EVK's MCU-Link USB port; pick one with [pyocd].probe_id or --hil-probe ({README_LAB})"
     if not probes:

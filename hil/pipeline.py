@@ -204,6 +204,7 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
         "iterations": request.iterations,
         "warmup": request.warmup,
         "status": "failed",
+        **({"lab": request.board.get("lab")} if request.board.get("lab") else {}),  # place, exporter host
     }
     try:
         checked = check_request(request, report)  # a bad input fails here, before any work

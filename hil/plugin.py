@@ -48,6 +48,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--hil-timeout", type=float, default=None, metavar="S", help="seconds allowed per board run")
     for opt in OVERRIDES:
         group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar, help=opt.help)
+    from hil.lab.session import LAB_OPTIONS
+
+    for flag, dest, kind, text in LAB_OPTIONS:
+        group.addoption(flag, dest=dest, type=kind, default=None, help=text)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -58,11 +62,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def hil_board_config(pytestconfig: pytest.Config) -> BoardConfig:
-    """The board file chosen on the command line (`--board`, `--hil-board-config`), with its overrides applied."""
+def hil_board_config(pytestconfig: pytest.Config) -> Iterator[BoardConfig]:
+    """The board file chosen on the command line (`--board`, `--hil-board-config`), with its overrides
+    applied; in a shared lab, this session's own board (a lab-file entry, a labgrid place), held until
+    the session ends (hil.lab.session)."""
+    from hil.lab.session import LabOptions, held_board
+
     cfg = load_board_config(pytestconfig.getoption("board"), pytestconfig.getoption("board_config"),
                             project_dirs=[pytestconfig.rootpath])
-    return cfg.with_overrides(overrides_from(vars(pytestconfig.option)))
+    cfg = cfg.with_overrides(overrides_from(vars(pytestconfig.option)))
+    worker = getattr(pytestconfig, "workerinput", {}).get("workerid")
+    with held_board(cfg, LabOptions.from_values(vars(pytestconfig.option), worker)) as held:
+        yield held
 
 
 # Longest folder name made from a test id (file systems allow 255 bytes; leave room for the hash).

@@ -10,6 +10,7 @@ Files in `workdir`: serial.log, mi.log (GDB transcript), qemu.log, trace.etdump.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,11 +22,13 @@ from hil.road.capture import RunContext, raise_if_fault, read_out_etdump
 from hil.road.forensics import FaultWatch
 from hil.road.gdbmi import GdbMiSession
 from hil.road.ports import LOOPBACK
-from hil.road.qemu import QemuProcess
+from hil.road.qemu import QemuProcess, pty_opened_by_other
 from hil.road.run_config import run_planned
 from hil.road.serial_reader import SerialReader
 
 END_LINE = "Program complete, exiting."
+# Where the replay image ends (firmware/qemu/semihost.c): QEMU exits inside it.
+EXIT_FUNCTION = "semihost_exit"
 # Seconds QEMU's UART socket gets to show up as connected in `info chardev`.
 SERIAL_ATTACH_S = 5.0
 # How an image without the run-configuration handshake gets it (the harness builds the replay image).
@@ -69,14 +72,13 @@ class QemuBoard:
                     str(self.cfg.require("qemu.machine")),
                     self.cfg.get("qemu.cpu"),
                     self.qemu_log,
+                    serial_pty=bool(self.cfg.get("qemu.serial_pty")),
                 ).launch()
                 # gdb loads the ELF while QEMU boots: the two starts overlap (~0.3 s each).
                 self._gdb = GdbMiSession(self.cfg.gdb, image, self.mi_log)
                 self._qemu.ensure_ready()
                 # The console is open before a single instruction runs (-S): no line is lost.
-                self._serial = SerialReader(
-                    f"socket://{LOOPBACK}:{self._qemu.serial_port}", self.serial_log, name=f"{self.name} console"
-                ).start()
+                self._serial = SerialReader(self._console_url(), self.serial_log, name=f"{self.name} console").start()
                 self._gdb.connect(LOOPBACK, self._qemu.gdb_port)
                 self._wait_serial_attached()
             with self._step("flash"):
@@ -160,22 +162,55 @@ class QemuBoard:
         finally:
             self.steps_s[name] = round(time.monotonic() - start, 4)
 
+    def _console_url(self) -> str:
+        """QEMU's UART socket; or, with `[qemu].serial_pty = LINK`, the console that serves LINK.
+
+        In a lab, ser2net serves the path LINK like a board's serial port (a labgrid place exports it):
+        the board points LINK at this QEMU's pty and reads the place's console (`serial.url`).
+        """
+        assert self._qemu is not None
+        link = self.cfg.get("qemu.serial_pty")
+        if not link:
+            return f"socket://{LOOPBACK}:{self._qemu.serial_port}"
+        url = self.cfg.get("serial.url")
+        if not url:
+            raise TargetError(f"board '{self.name}': [qemu].serial_pty = {link!r} needs the console serving it "
+                              "(serial.url: --hil-place NAME, or --port rfc2217://HOST:PORT)")
+        pty = self._qemu.pty_path
+        assert pty is not None  # ensure_ready() waited for it
+        tmp = Path(f"{link}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(pty)
+        os.replace(tmp, link)  # atomic: the server never sees the link missing
+        return str(url)
+
+    def _serial_attached(self) -> tuple[bool, str]:
+        """Whether the console's reader is attached to QEMU's UART, and what was looked at."""
+        assert self._gdb is not None and self._qemu is not None
+        pty = self._qemu.pty_path if self._qemu.serial_pty else None
+        if pty is not None:
+            qemu_pid = self._qemu.process.pid if self._qemu.process else None
+            return pty_opened_by_other(pty, qemu_pid), f"no reader has {pty} open"
+        info = self._gdb.console("monitor info chardev")
+        return any(line.startswith("serial0:") and "<->" in line for line in info.splitlines()), (
+            f"info chardev: {info.strip()!r}")
+
     def _wait_serial_attached(self) -> None:
-        """Make sure QEMU has accepted our console connection before the CPU runs.
+        """Make sure our console reader is attached before the CPU runs.
 
         QEMU drops UART bytes while its chardev has no client; the kernel completes our TCP
-        connect before QEMU's main loop accepts it, so ask QEMU itself (`info chardev`).
+        connect before QEMU's main loop accepts it, so ask QEMU itself (`info chardev`). With a pty,
+        the reader (ser2net) must hold the pty open.
         """
-        assert self._gdb is not None
         deadline = time.monotonic() + SERIAL_ATTACH_S
         while True:
-            info = self._gdb.console("monitor info chardev")
-            if any(line.startswith("serial0:") and "<->" in line for line in info.splitlines()):
+            attached, info = self._serial_attached()
+            if attached:
                 return
             if time.monotonic() >= deadline:
                 raise TargetError(
-                    f"board '{self.name}': QEMU did not attach the console socket within {SERIAL_ATTACH_S:g} s"
-                    f" (info chardev: {info.strip()!r}; log: {self.qemu_log})"
+                    f"board '{self.name}': QEMU did not attach the console within {SERIAL_ATTACH_S:g} s"
+                    f" ({info}; log: {self.qemu_log})"
                 )
             time.sleep(0.02)
 
@@ -183,11 +218,14 @@ class QemuBoard:
         """Let the image run to its end: its last line, then QEMU's exit with the image's status."""
         assert self._gdb is not None and self._qemu is not None
         try:
+            if self._qemu.serial_pty:
+                self._hold_exit_until_console_drained(ctx, deadline)
             stop = self._gdb.continue_until_stop(_left(deadline))
             raise_if_fault(self._gdb, ctx, stop)
             if not stop.target_gone:
                 raise ctx.failure(f"target stopped again after the breakpoint instead of finishing: {stop.describe()}")
-            ctx.serial.expect(END_LINE, _left(deadline))
+            if not self._qemu.serial_pty:  # else already seen before the exit
+                ctx.serial.expect(END_LINE, _left(deadline))
         except TargetError as exc:
             if str(exc).startswith(f"board '{self.name}'") or isinstance(exc, TargetFault):
                 raise
@@ -198,6 +236,20 @@ class QemuBoard:
         if exit_code != 0:
             raise ctx.failure(f"QEMU exit status {exit_code} (the image's exit code; log: {self.qemu_log})")
         return exit_code
+
+    def _hold_exit_until_console_drained(self, ctx: RunContext, deadline: float) -> None:
+        """With a pty console, stop the image at `semihost_exit` until its last line has come through.
+
+        QEMU's exit hangs the pty up, and a hang-up discards what the reader (ser2net) has not read yet:
+        the last line could be lost. A real board does not vanish after its last line; this makes the
+        emulated one wait the same way.
+        """
+        assert self._gdb is not None
+        self._gdb.break_insert(EXIT_FUNCTION, temporary=True)
+        stop = self._gdb.continue_until_stop(_left(deadline))
+        if stop.target_gone:
+            raise ctx.failure(f"target exited before reaching {EXIT_FUNCTION}: {stop.describe()}")
+        ctx.serial.expect(END_LINE, _left(deadline))
 
     def _with_qemu_status(self, exc: TargetError) -> TargetError:
         """Add QEMU's fate to a failure: 'QEMU died (status -9)' explains most lost debugger sessions."""

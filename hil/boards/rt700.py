@@ -18,11 +18,11 @@ from pathlib import Path
 
 from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
-from hil.errors import HilError, TargetError
+from hil.errors import BoardConfigError, HilError, TargetError
 from hil.options import OVERRIDES
 from hil.probe.gdbserver import PyocdGdbServer, end_stale_gdbservers
 from hil.probe.lock import ProbeLock
-from hil.probe.pyocd_flash import FlashReport, ProbeSettings, flash_image, resolve_probe_id
+from hil.probe.pyocd_flash import FlashReport, ProbeSettings, flash_image, is_remote, resolve_probe_id
 from hil.road.capture import RunContext, read_out_etdump
 from hil.road.forensics import FaultWatch
 from hil.road.gdbmi import GdbMiSession
@@ -45,6 +45,9 @@ REBUILD_HINT = "make firmware BOARD=rt700 MODEL=path/to/model.pte, with firmware
 def serial_url_for(cfg: BoardConfig, probe_id: str) -> str:
     """The configured console URL, or the VCOM of exactly this probe (its USB serial number is the probe id)."""
     url = str(cfg.get("serial.url", "") or "")
+    if not url and is_remote(probe_id):
+        raise BoardConfigError(f"board '{cfg.name}': probe {probe_id} is on another host, so its VCOM is too: "
+                               "pass the console as --port rfc2217://HOST:PORT (ser2net there), or use --hil-place")
     return url or f"{MCULINK_HWGREP} SER={probe_id}"
 
 

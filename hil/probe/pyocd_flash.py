@@ -171,8 +171,49 @@ def list_probes(api: SimpleNamespace | None = None) -> list[ProbeInfo]:
     return [ProbeInfo(str(p.unique_id), str(p.description)) for p in probes]
 
 
+REMOTE_PREFIX = "remote:"
+REMOTE_HINT = ("on the probe's host, `pyocd server --port PORT --uid <probe id> --allow-remote` serves it "
+               "(README, section \"A shared lab\")")
+
+
+def is_remote(probe_id: str | None) -> bool:
+    """`remote:HOST:PORT`: a probe served by `pyocd server` on another host (pyOCD's TCPClientProbe)."""
+    return bool(probe_id) and str(probe_id).lower().startswith(REMOTE_PREFIX)
+
+
+def remote_probe(probe_id: str, *, timeout: float = 10.0, api: SimpleNamespace | None = None) -> ProbeInfo:
+    """Ask the `pyocd server` at `remote:HOST:PORT` which probe it serves; TargetError when none answers.
+
+    pyOCD resolves a `remote:` id to a TCPClientProbe without contacting the server; the harness opens
+    it once (hello, open, the probe's names, close) so a dead server fails here, at once and by name.
+    """
+    api = api or _pyocd_api()
+    (probe,) = api.ConnectHelper.get_all_connected_probes(blocking=False, unique_id=probe_id,
+                                                          print_wait_message=False)
+
+    def ask() -> str:
+        probe.open()
+        try:
+            return f"{probe.vendor_name} {probe.product_name}"
+        finally:
+            probe.close()
+
+    try:
+        description = _with_timeout(ask, timeout, f"asking the pyocd server at {probe_id}")
+    except (OSError, api.exceptions.Error) as exc:
+        raise TargetError(f"probe {probe_id}: no `pyocd server` answers ({type(exc).__name__}: {exc}); "
+                          + REMOTE_HINT) from exc
+    return ProbeInfo(str(probe.unique_id), f"{description}, via pyocd server")
+
+
 def _choose_probe(settings: ProbeSettings, api: SimpleNamespace) -> Any:
-    """The one probe this board means: by exact id, or the only one connected."""
+    """The one probe this board means: by exact id, or the only one connected; a `remote:` id as given."""
+    if is_remote(settings.probe_id):
+        assert settings.probe_id is not None
+        remote_probe(settings.probe_id, timeout=settings.connect_timeout_s, api=api)
+        (probe,) = api.ConnectHelper.get_all_connected_probes(blocking=False, unique_id=settings.probe_id,
+                                                              print_wait_message=False)
+        return probe  # a fresh, unopened client: the session opens it
     probes = api.ConnectHelper.get_all_connected_probes(blocking=False, print_wait_message=False)
     where = f"board '{settings.board}' ({settings.source})"
     listing = ", ".join(str(ProbeInfo(p.unique_id, p.description)) for p in probes)

@@ -3,11 +3,16 @@
 QEMU starts with `-S` and no `-kernel`: the ELF is put in by GDB's `-target-download` (the
 "flash" step, as on the real board), and the serial socket is opened before the CPU runs, so
 not one byte of the console is lost.
+
+With `serial_pty=True` UART0 is a pseudo-terminal instead (`-serial pty`): a lab's ser2net serves it
+like a board's USB serial port, so the QEMU board can stand in for a board behind a labgrid place.
 """
 
 from __future__ import annotations
 
 import time
+import os
+import re
 from pathlib import Path
 
 from hil.errors import TargetError, TimeoutExpired
@@ -18,13 +23,16 @@ from hil.road.process import ManagedProcess
 START_TIMEOUT_S = 10.0
 # A port picked by free_tcp_port can be taken by someone else before QEMU binds it: try again.
 START_ATTEMPTS = 3
+PTY_LINE = re.compile(r"char device redirected to (/dev/pts/\d+) \(label serial0\)")
 
 
 class QemuProcess:
     """One QEMU system emulator, halted, with its GDB stub on `gdb_port` and UART0 on `serial_port`."""
 
-    def __init__(self, executable: str, machine: str, cpu: str | None, log_path: Path) -> None:
+    def __init__(self, executable: str, machine: str, cpu: str | None, log_path: Path,
+                 *, serial_pty: bool = False) -> None:
         self.executable = executable
+        self.serial_pty = serial_pty
         self.machine = machine
         self.cpu = cpu
         self.log_path = Path(log_path)
@@ -37,7 +45,7 @@ class QemuProcess:
         argv = [
             self.executable, "-machine", self.machine,
             "-display", "none", "-monitor", "none", "-parallel", "none",
-            "-serial", f"tcp:{LOOPBACK}:{self.serial_port},server=on,wait=off",
+            "-serial", "pty" if self.serial_pty else f"tcp:{LOOPBACK}:{self.serial_port},server=on,wait=off",
             "-gdb", f"tcp:{LOOPBACK}:{self.gdb_port}",
             "-semihosting-config", "enable=on,target=native",
             "-S",
@@ -80,8 +88,13 @@ class QemuProcess:
             raise TargetError("QEMU: wait_ready() before launch()")
         deadline = time.monotonic() + timeout
         try:
-            for port, what in ((self.gdb_port, "GDB stub"), (self.serial_port, "UART socket")):
+            waits = [(self.gdb_port, "GDB stub")] + ([] if self.serial_pty else [(self.serial_port, "UART socket")])
+            for port, what in waits:
                 wait_for_listen(port, deadline, what=f"QEMU {what}", alive=lambda: process.alive)
+            while self.serial_pty and self.pty_path is None:  # QEMU names its pty before it listens
+                if time.monotonic() >= deadline:
+                    raise TimeoutExpired(f"QEMU did not name its serial pty in {self.log_path}")
+                time.sleep(0.02)
         except TimeoutExpired as exc:
             status = process.close()
             raise TimeoutExpired(f"{exc} (exit status {status}; log: {self.log_path})") from exc
@@ -95,6 +108,15 @@ class QemuProcess:
             if not _port_clash(self.log_path):
                 raise
         return self.start(timeout)
+
+    @property
+    def pty_path(self) -> str | None:
+        """The pseudo-terminal QEMU made for UART0 (`-serial pty`), as its log names it."""
+        try:
+            match = PTY_LINE.search(self.log_path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            return None
+        return match.group(1) if match else None
 
     @property
     def alive(self) -> bool:
@@ -121,3 +143,24 @@ def _port_clash(log_path: Path) -> bool:
     except OSError:
         return False
     return "Address already in use" in text or "Failed to bind" in text
+
+
+def pty_opened_by_other(pty: str, exclude_pid: int | None) -> bool:
+    """True when a process other than `exclude_pid` (QEMU) has `pty` open: the console's reader is attached.
+
+    QEMU holds only the pty's master side; whoever serves the console (ser2net) opens the slave path.
+    """
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == exclude_pid:
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{entry}/fd/{fd}") == pty:
+                    return True
+            except OSError:
+                continue
+    return False
