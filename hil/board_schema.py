@@ -112,6 +112,8 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
         "machine": text(non_empty=True),
         "cpu": text(non_empty=True),
         "reset_monitor": text(non_empty=True),
+        # In a lab: the path ser2net serves as this QEMU's console; the board links it to QEMU's pty (hil.lab).
+        "serial_pty": text(non_empty=True),
     },
     "debug": {
         "gdb": text(non_empty=True),

@@ -46,8 +46,8 @@ def _add_lab_options(parser: argparse.ArgumentParser) -> None:
     from hil.lab.session import LAB_OPTIONS
 
     group = parser.add_argument_group("shared lab (labgrid place, lab file)")
-    for flag, dest, kind, text in LAB_OPTIONS:
-        group.add_argument(flag, dest=dest, type=kind, default=None, help=text)
+    for flag, dest, kind, metavar, text in LAB_OPTIONS:
+        group.add_argument(flag, dest=dest, type=kind, default=None, metavar=metavar, help=text)
 
 
 def board_from_args(args: argparse.Namespace) -> BoardConfig:

@@ -50,8 +50,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar, help=opt.help)
     from hil.lab.session import LAB_OPTIONS
 
-    for flag, dest, kind, text in LAB_OPTIONS:
-        group.addoption(flag, dest=dest, type=kind, default=None, help=text)
+    for flag, dest, kind, metavar, text in LAB_OPTIONS:
+        group.addoption(flag, dest=dest, type=kind, default=None, metavar=metavar, help=text)
 
 
 def pytest_configure(config: pytest.Config) -> None:

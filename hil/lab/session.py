@@ -42,14 +42,14 @@ class LabOptions:
 
 
 # (flags, dest, type, help): registered by both front ends.
-LAB_OPTIONS: tuple[tuple[str, str, Any, str], ...] = (
-    ("--hil-place", "hil_place", str, "labgrid place to reserve and acquire for the session (its console and probe)"),
-    ("--hil-place-timeout", "hil_place_timeout", float,
+LAB_OPTIONS: tuple[tuple[str, str, Any, str, str], ...] = (
+    ("--hil-place", "hil_place", str, "PLACE", "labgrid place to reserve and acquire for the session (its console and probe)"),
+    ("--hil-place-timeout", "hil_place_timeout", float, "S",
      f"seconds to wait for a busy place or lab board (default {DEFAULT_PLACE_TIMEOUT_S:g})"),
-    ("--hil-coordinator", "hil_coordinator", str,
+    ("--hil-coordinator", "hil_coordinator", str, "HOST:PORT",
      f"labgrid coordinator HOST:PORT (default: the lab file's, $LG_COORDINATOR, or {DEFAULT_COORDINATOR})"),
-    ("--hil-lab", "hil_lab", Path, "lab file (TOML) naming several boards; each session/xdist worker takes a free one"),
-    ("--hil-lab-tags", "hil_lab_tags", str, "only lab boards carrying all these tags (comma-separated)"),
+    ("--hil-lab", "hil_lab", Path, "FILE", "lab file (TOML) naming several boards; each session/xdist worker takes a free one"),
+    ("--hil-lab-tags", "hil_lab_tags", str, "TAGS", "only lab boards carrying all these tags (comma-separated)"),
 )
 
 

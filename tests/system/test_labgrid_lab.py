@@ -120,7 +120,7 @@ def comparable(profile: dict) -> dict:
 
 
 def test_a_profile_through_a_place_equals_one_taken_without_labgrid(tmp_path, lab):
-    via = session(tmp_path, "via_place", PROFILE_TEST, "--board-config", str(board_file(tmp_path, lab, "qemu-a")),
+    via = session(tmp_path, "via_place", PROFILE_TEST, "--hil-board-config", str(board_file(tmp_path, lab, "qemu-a")),
                   "--hil-place", "qemu-a", "--hil-coordinator", lab.coordinator)
     direct = session(tmp_path, "direct", PROFILE_TEST)
     for child in (via, direct):
@@ -144,7 +144,7 @@ def test_a_profile_through_a_place_equals_one_taken_without_labgrid(tmp_path, la
 
 def test_a_second_session_waits_for_the_place_and_then_runs(tmp_path, lab):
     board = str(board_file(tmp_path, lab, "qemu-b"))
-    args = ("--board-config", board, "--hil-place", "qemu-b", "--hil-coordinator", lab.coordinator)
+    args = ("--hil-board-config", board, "--hil-place", "qemu-b", "--hil-coordinator", lab.coordinator)
     hold = tmp_path / "hold"
     hold.mkdir()
     first = session(tmp_path, "first", PROFILE_TEST, *args, env={"HIL_TEST_HOLD": str(hold)})
@@ -184,7 +184,7 @@ def test_a_killed_session_leaves_the_place_acquired_and_the_next_takes_it_back(t
     with pytest.raises(Exception, match="already acquired"):
         lab.client(user=session_user()).run("-p", "qemu-a", "acquire")
     board = str(board_file(tmp_path, lab, "qemu-a"))
-    nxt = session(tmp_path, "next", PROFILE_TEST, "--board-config", board, *args)
+    nxt = session(tmp_path, "next", PROFILE_TEST, "--hil-board-config", board, *args)
     out = finish(nxt)
     assert nxt.returncode == 0, out[-3000:]
     assert f"its holder {holder} is dead" in out

@@ -210,7 +210,7 @@ def test_workers_start_at_their_own_board_and_give_up_after_the_timeout(lab):
 def test_hil_probe_and_probe_are_one_option_and_lab_options_parse():
     parser = argparse.ArgumentParser()
     for opt in OVERRIDES:
-        parser.add_argument(*opt.flags, dest=opt.dest, type=opt.type, default=None)
+        parser.add_argument(opt.short_flag, opt.flag, dest=opt.dest, type=opt.type, default=None)  # as `hil` does
     assert vars(parser.parse_args(["--hil-probe", "remote:pc1:5555"]))["hil_probe"] == "remote:pc1:5555"
     assert vars(parser.parse_args(["--probe", "ABC"]))["hil_probe"] == "ABC"
     options = LabOptions.from_values({"hil_place": "evk", "hil_lab_tags": "npu,nightly"}, "gw1")
