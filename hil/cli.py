@@ -110,12 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--delegate", default="none", help="none, neutron-sim or neutron (default none)")
     export.set_defaults(func=_cmd_export)
 
-    inspect = sub.add_parser("inspect", help="analyse an ETDump/ETRecord pair from anywhere")
-    inspect.add_argument("etdump", type=Path)
-    inspect.add_argument("--etrecord", type=Path, required=True)
-    inspect.add_argument("--board-config", type=Path, default=None)
-    inspect.add_argument("--clock-mhz", type=float, default=None)
-    inspect.add_argument("--json", action="store_true", help="print profile JSON instead of the table")
+    from hil.analysis.inspect_cmd import add_arguments as add_inspect_arguments
+
+    inspect = sub.add_parser("inspect", help="analyse a run folder, or an ETDump/ETRecord pair from anywhere")
+    add_inspect_arguments(inspect)
     inspect.set_defaults(func=_cmd_inspect)
 
     doctor = sub.add_parser("doctor", help="check this machine for what a board needs")

@@ -98,7 +98,8 @@ def _prepare_image(
         jitter = request.jitter if request.jitter is not None else float(cfg.get("simulation.jitter", 0.0))
         with timer.step("simulate_etdump"):
             buffer = simulated_buffer(
-                compiled, iterations=plan.runs, clock_mhz=cfg.clock_mhz, seed=request.seed, jitter=jitter
+                compiled, iterations=plan.runs, clock_mhz=cfg.clock_mhz, seed=request.seed, jitter=jitter,
+                npu_clock_mhz=cfg.get("simulation.npu_clock_mhz"),
             )
         with timer.step("build_image"):
             image = build_qemu_image(buffer.etdump, buffer.console_lines, runs=plan.runs, **request.image_options)
@@ -140,12 +141,14 @@ def run_profile(request: RunRequest, report: Callable[[str], None] | None = None
         delegate = choose_delegate(request, report)
         with timer.step("aot"):
             compiled = export_model(request.model, delegate=delegate)
-        provenance.update(aot_cache_key=compiled.cache_key, aot_cached=compiled.cached, delegate=delegate)
+        provenance.update(aot_cache_key=compiled.cache_key, aot_cached=compiled.cached, delegate=delegate,
+                          model_name=compiled.name)
         shutil.copyfile(compiled.pte_path, out / "model.pte")
         shutil.copyfile(compiled.etrecord_path, out / "etrecord.bin")
         if compiled.extra.get("conversion_log"):
             atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
         image, time_scale, simulation = _prepare_image(request, compiled, delegate, plan, timer)
+        provenance["time_scale"] = time_scale.to_dict()  # how `hil inspect RUN_DIR` reads the ticks again
         provenance["firmware_sha256"] = sha256_file(image)
         provenance["firmware"] = str(image)
         if simulation is not None:

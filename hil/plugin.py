@@ -20,6 +20,8 @@ from hil.config import BoardConfig, load_board_config
 from hil.options import OVERRIDES, overrides_from
 
 DEFAULT_ARTIFACTS = Path("hil-artifacts")
+# Per test: run folder -> how to re-run it (`rerun(n)` -> the n-th confirmation run's folder), for --hil-confirm.
+RERUNS = pytest.StashKey[dict[str, Callable[[int], Path]]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -75,6 +77,12 @@ def hil_profile(
         options.setdefault("timeout_s", config.getoption("hil_timeout"))
         options.setdefault("warmup", config.getoption("hil_warmup"))
         board = options.pop("board", hil_board)
+
+        def rerun(index: int) -> Path:
+            again = out.with_name(f"{out.name}-confirm{index}")
+            return run_profile(RunRequest(model=model, board=board, out_dir=again, **options)).out_dir
+
+        request.node.stash.setdefault(RERUNS, {})[str(out.resolve())] = rerun
         try:
             return run_profile(RunRequest(model=model, board=board, out_dir=out, **options))
         finally:  # failed runs are reported (history, JUnit) too
