@@ -153,6 +153,7 @@ class _Timeline:
         events += [_profile(step["name"], native_start, native_end, **loc),
                    _profile("OPERATOR_CALL", op_start, self.t, **loc)]
         self._note(step, "ticks", native_end - native_start)
+        self._note(step, "dispatch", (self.t - op_start) - (native_end - native_start))
 
     def _neutron(self, step: dict, events: list[fb.Event]) -> None:
         loc = {"chain": step["chain"], "instr": step["instruction_id"]}
@@ -277,7 +278,8 @@ def _simulation(steps: list[dict], stats: dict, durations: list[int], **params: 
         st = stats[(step["chain"], step["instruction_id"])]
         if step["kind"] == "cpu":
             cpu_ops.append({"instruction_id": step["instruction_id"], "name": step["name"], "op": step["op"],
-                            "macs": step["size"].macs, "elements": step["size"].elements, "ticks": st["ticks"]})
+                            "macs": step["size"].macs, "elements": step["size"].elements, "ticks": st["ticks"],
+                            "dispatch_ticks": st["dispatch"]})
             continue
         kernels = [{**k, "ticks": st[f"event_{k['index']}"], "compute_ticks": st[f"compute_{i}"],
                     "fetch_ticks": st[f"fetch_{i}"]} for i, k in enumerate(step["kernels"])]

@@ -118,9 +118,14 @@ class Comparison:
         return any(d.verdict == REGRESSION for d in self.deltas)
 
     @property
+    def suspects(self) -> list[EventDelta]:
+        """Events slower than every limit but not (yet) significantly: too few runs to tell."""
+        return [d for d in self.deltas if d.verdict == UNCHANGED and d.p_value is not None]
+
+    @property
     def needs_confirmation(self) -> bool:
-        """A suspected regression, or a run too disturbed to judge: what confirmation re-runs settle."""
-        return self.has_regression or self.disturbed
+        """A regression, a suspect, or a run too disturbed to judge: what confirmation re-runs settle."""
+        return self.has_regression or self.disturbed or bool(self.suspects)
 
 
 def judge(base_p50: float, base_mad: float, now_p50: float, now_mad: float, *, tolerance: float, noise_k: float,

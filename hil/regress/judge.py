@@ -159,7 +159,7 @@ def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions, rer
     nows = [profile]
     comparison = compare_runs(baselines, nows, **limits)
     if comparison.needs_confirmation and options.confirm and rerun is not None:
-        suspected = [d.name for d in comparison.regressions] or ["the whole run (machine load?)"]
+        suspected = [d.name for d in comparison.regressions + comparison.suspects] or ["the whole run (machine load?)"]
         for index in range(1, options.confirm + 1):
             nows.append(drop_warmup(load_run(rerun(index)).profile, options.warmup))
         comparison = compare_runs(baselines, nows, **limits)
