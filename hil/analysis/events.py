@@ -91,10 +91,6 @@ def decode_event_metadata(raw_per_run: list[Any]) -> dict[str, Any] | None:
     return first
 
 
-def is_cpu_op_name(name: str) -> bool:
-    return name.startswith(NATIVE_CALL_PREFIX) or name == OPERATOR_CALL_NAME
-
-
 def is_neutron(backend: str | None) -> bool:
     """Does this backend id name a Neutron NPU backend (real or simulated)?"""
     return backend in NEUTRON_BACKEND_IDS

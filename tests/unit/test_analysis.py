@@ -66,26 +66,31 @@ def _export(module: torch.nn.Module, out: Path, stem: str, partitioner: list[Any
     return program, example
 
 
-@pytest.fixture(scope="module")
-def art(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def _build(out: Path) -> None:
+    """Export the three programs and run the CPU-only one on the host runtime."""
     from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
 
-    out = tmp_path_factory.mktemp("analysis")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HIL_CACHE_DIR", str(out / "cache"))
-        torch.manual_seed(0)
-        program, example = _export(Tiny(), out, "tiny")
-        _export(Other(), out, "other")
-        from hil.aot.neutron_sim import neutron_sim_partitioners
+    from hil.aot.neutron_sim import neutron_sim_partitioners
 
-        delegated, _ = _export(TwoLayers(), out, "npu", neutron_sim_partitioners())
+    torch.manual_seed(0)
+    program, example = _export(Tiny(), out, "tiny")
+    _export(Other(), out, "other")
+    _export(TwoLayers(), out, "npu", neutron_sim_partitioners())
     buffer = program.buffer  # the binding does not copy it: keep it alive while running
     module = _load_for_executorch_from_buffer(buffer, enable_etdump=True, debug_buffer_size=1 << 20)
     for _ in range(ITERATIONS):
         module.forward(example)
     module.write_etdump_result_to_file(str(out / "tiny.etdump"), str(out / "tiny.debug"))
     del module, buffer
-    return {"out": out, "program": program.executorch_program, "npu_program": delegated.executorch_program}
+
+
+@pytest.fixture(scope="module")
+def art() -> dict[str, Any]:
+    from hil.pte import load_program
+    from programs import cached_folder
+
+    out = cached_folder("analysis", __file__, _build)
+    return {"out": out, "program": load_program(out / "tiny.pte")[0], "npu_program": load_program(out / "npu.pte")[0]}
 
 
 @pytest.fixture(scope="module")

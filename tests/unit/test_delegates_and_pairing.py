@@ -71,11 +71,9 @@ def _run(out: Path, stem: str, example: tuple, runs: dict[str, int]) -> Path:
     return out / f"{stem}.etdump"
 
 
-@pytest.fixture(scope="module")
-def art(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _build(out: Path) -> None:
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
-    out = tmp_path_factory.mktemp("delegates")
     torch.manual_seed(0)
     image = (torch.randn(1, 3, 8, 8),)
     _save(out, "xnn", torch.export.export(TwoPartitions().eval(), image), image, [XnnpackPartitioner()])
@@ -87,7 +85,13 @@ def art(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _save(out, "two", {"forward": torch.export.export(Chain(), vector), "other": torch.export.export(Other(), vector)},
           vector)
     _run(out, "two", vector, {"forward": ITERATIONS, "other": 2})
-    return out
+
+
+@pytest.fixture(scope="module")
+def art() -> Path:
+    from programs import cached_folder
+
+    return cached_folder("delegates", __file__, _build)
 
 
 def _profile(out: Path, dump: str, record: str, **kwargs: Any) -> dict[str, Any]:
