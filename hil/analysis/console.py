@@ -1,4 +1,4 @@
-"""Facts read from the target's console log (NXP example line format, FACTS.md section 5).
+"""Facts read from the target's console log (the line format of NXP's RT700 ExecuTorch example).
 
 The ETDump says how long each event took in ticks; only the console says at which clock the
 core ran, how much of each allocator the method used and how big the model is. The parser is
