@@ -120,3 +120,46 @@ def test_merged_budgets_take_each_key_from_the_override_first():
     assert (over.total_us, over.npu_fraction_min, over.memory_bytes, over.ops, over.memory) == (
         9, 0.9, 7, {"a": 1, "b": 3}, {"m": 2, "n": 3})
     assert empty.empty and not base.empty and not budget_from_mapping({"ops": {"a": 1}}, "m").empty
+
+
+HAND = {
+    "model": "m", "board": "b", "totals_us": {"method_execute": 100.0}, "npu_fraction": 0.5,
+    "events": [
+        {"name": "0", "kind": "npu_kernel", "op_types": ["aten.convolution.default"], "times_us": [40.0, 40.0, 41.0]},
+        {"name": "1", "kind": "profiling_dump", "op_types": [], "times_us": [5.0]},
+    ],
+    "memory": {"allocators": {"a": {"used": 10}, "b": {"total": 99}}, "model_size_bytes": 300},
+}
+
+
+def test_limits_met_exactly_pass():
+    budget = budget_from_mapping({"total_us": 100, "npu_fraction_min": 0.5, "ops": {"0": 40}, "memory_bytes": 10,
+                                  "memory": {"model_size_bytes": 300}}, "t")
+    assert check_budget(HAND, budget) == []
+
+
+def test_every_broken_limit_is_described_with_its_numbers():
+    budget = budget_from_mapping({"total_us": 99, "npu_fraction_min": 0.6, "memory_bytes": 9,
+                                  "ops": {"0": 39, "aten.convolution.default": 39, "nope": 1},
+                                  "memory": {"model_size_bytes": 299, "absent": 1}}, "t")
+    assert [v.describe() for v in check_budget(HAND, budget)] == [
+        "total latency (Method::execute p50): measured 100 us, limit (max) 99 us",
+        "NPU fraction (min): measured 0.5, limit (min) 0.6",
+        "op '0': npu kernel 0: measured 40 us, limit (max) 39 us [npu_kernel, op types aten.convolution.default]",
+        "op 'aten.convolution.default': npu kernel 0: measured 40 us, limit (max) 39 us "
+        "[npu_kernel, op types aten.convolution.default]",
+        "op 'nope': measured not measured, limit (max) 1 us [no event has this name or op type]",
+        "memory (allocators used): measured 10 B, limit (max) 9 B",
+        "memory 'model_size_bytes': measured 300 B, limit (max) 299 B",
+        "memory 'absent': measured not measured, limit (max) 1 B",
+    ]
+    bare = {"events": [], "memory": {}}
+    assert [v.describe() for v in check_budget(bare, budget_from_mapping({"total_us": 1, "npu_fraction_min": 0.1}, "t"))] == [
+        "total latency (Method::execute p50): measured not measured, limit (max) 1 us",
+        "NPU fraction (min): measured not measured, limit (min) 0.1",
+    ]
+    text = format_violations(check_budget(bare, budget_from_mapping({"total_us": 1}, "here")), bare,
+                             budget_from_mapping({"total_us": 1}, "here"), None)
+    assert text == ("budget exceeded for model 'None' on board 'None' (budget from here):\n"
+                    "  - total latency (Method::execute p50): measured not measured, limit (max) 1 us\n"
+                    "  artifacts: (unknown)")
