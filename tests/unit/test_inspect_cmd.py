@@ -115,3 +115,16 @@ def test_inspect_files_prints_ticks_for_a_bare_dump(run_folder: Path, capsys: py
     assert profile["time_unit"] == "ticks" and method["times_us"] == _method_ns(run_folder / "trace.etdump")
     assert inspect_files(_args(path=run_folder, json=False)) == 0
     assert "times in us" in capsys.readouterr().out
+
+
+def test_inspect_files_with_a_board_file_and_a_pte(run_folder: Path, capsys: pytest.CaptureFixture[str]):
+    args = _args(path=run_folder / "trace.etdump", etrecord=run_folder / "etrecord.bin",
+                 board_config=REPO / "boards" / "qemu.toml", pte=run_folder / "model.pte")
+    assert inspect_files(args) == 0
+    out = capsys.readouterr().out
+    assert out.startswith('{\n  "schema": "et-hil/profile/1",\n  "board": "qemu",\n')
+    profile = json.loads(out)
+    assert (profile["board"], profile["model"], profile["simulated"]) == ("qemu", "trace", False)
+    assert profile["memory"]["pte"]["file_bytes"] == (run_folder / "model.pte").stat().st_size
+    (method,) = [e for e in profile["events"] if e["kind"] == "method"]
+    assert method["times_us"] == [round(t / 1000, 3) for t in _method_ns(run_folder / "trace.etdump")]
