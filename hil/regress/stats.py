@@ -38,6 +38,10 @@ def recompute_totals(profile: dict[str, Any]) -> dict[str, Any]:
     from hil.analysis.totals import iterations_of, main_method, method_events, totals_from_events
 
     events = profile.get("events", [])
+    for method, summary in (profile.get("methods") or {}).items():
+        theirs = method_events(events, method)
+        method_totals, method_fraction = totals_from_events(theirs, iterations_of(theirs))
+        summary.update(iterations=iterations_of(theirs), totals_us=method_totals, npu_fraction=method_fraction)
     mine = method_events(events, main_method(events))
     totals, fraction = totals_from_events(mine, iterations_of(mine))
     profile["totals_us"] = {**(profile.get("totals_us") or {}), **totals}

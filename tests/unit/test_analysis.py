@@ -336,6 +336,8 @@ def test_delegate_overhead_is_never_negative(npu_profile: dict[str, Any]) -> Non
     assert last["totals_us"]["delegate_overhead"] == 6.0  # 6 + 0, not 6 - 10
     assert last["totals_us"]["npu_kernels"] == 70.0 and last["totals_us"]["unattributed"] == 82.0
     assert last["npu_fraction"] == 0.346535  # 70 / 202
+    assert last["methods"]["forward"]["iterations"] == 1
+    assert last["methods"]["forward"]["totals_us"] == last["totals_us"]
 
 
 def test_reading_npu_ticks_at_the_cpu_clock_changes_the_numbers(art: dict[str, Any], tmp_path: Path) -> None:
