@@ -44,7 +44,7 @@ def recompute_totals(profile: dict[str, Any]) -> dict[str, Any]:
         summary.update(iterations=iterations_of(theirs), totals_us=method_totals, npu_fraction=method_fraction)
     mine = method_events(events, main_method(events))
     totals, fraction = totals_from_events(mine, iterations_of(mine))
-    profile["totals_us"] = {**(profile.get("totals_us") or {}), **totals}
+    profile["totals_us"] = totals
     profile["npu_fraction"] = fraction
     return profile
 

@@ -128,3 +128,34 @@ def test_inspect_files_with_a_board_file_and_a_pte(run_folder: Path, capsys: pyt
     assert profile["memory"]["pte"]["file_bytes"] == (run_folder / "model.pte").stat().st_size
     (method,) = [e for e in profile["events"] if e["kind"] == "method"]
     assert method["times_us"] == [round(t / 1000, 3) for t in _method_ns(run_folder / "trace.etdump")]
+
+
+def test_time_scales_without_every_field_read_back_with_their_defaults():
+    ticks = TimeScale.from_dict(TimeScale.raw_ticks().to_dict())
+    assert ticks.unit == "ticks" and ticks.to_dict() == TimeScale.raw_ticks().to_dict()
+    assert TimeScale.from_dict({"ticks_per_us": 2, "neutron_ticks_per_us": 3}) == TimeScale(2.0, 3.0, False, "us")
+
+
+def test_a_run_folder_with_its_console_and_a_simulation_but_no_recorded_clock(run_folder: Path):
+    manifest = json.loads((run_folder / "manifest.json").read_text())
+    for key in ("time_scale", "board", "model_name"):
+        del manifest[key]
+    manifest["model"] = str(run_folder / "absent.py") + ":factory"
+    (run_folder / "manifest.json").write_text(json.dumps(manifest))
+    (run_folder / "simulation.json").write_text(json.dumps({"clock_mhz": 500, "npu_clock_mhz": 250}))
+    (run_folder / "serial.log").write_text("Core/NPU Frequency: 400 MHz\r\nInference time: 7 us\r\n")
+    profile = inspect_run(run_folder)
+    assert profile["time_scale"] == {"ticks_per_us": 400.0, "neutron_ticks_per_us": 250.0, "follows_clock": True,
+                                     "unit": "us"}  # the console's clock wins over simulation.json's, as in a run
+    (method,) = [e for e in profile["events"] if e["kind"] == "method"]
+    assert method["times_us"] == [round(t / 400, 3) for t in _method_ns(run_folder / "trace.etdump")[1:]]
+    assert profile["console"]["inference_times_us"] == [7] and profile["simulated"] is True
+    assert profile["model"] == manifest["model"] and profile["memory"]["pte"]["file_bytes"] > 0
+    (run_folder / "simulation.json").unlink()
+    manifest["model"] = "cifar10"
+    (run_folder / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(AnalysisError, match="records no clock"):
+        inspect_run(run_folder)
+    manifest["board"] = "qemu"
+    (run_folder / "manifest.json").write_text(json.dumps(manifest))
+    assert inspect_run(run_folder)["model"] == "cifar10"

@@ -78,3 +78,15 @@ def test_long_lists_of_mismatches_name_eight_and_count_the_rest():
 
     assert _named([f"e{i}" for i in range(10)]) == "e0; e1; e2; e3; e4; e5; e6; e7 and 2 more"
     assert _named([f"e{i}" for i in range(8)]) == "e0; e1; e2; e3; e4; e5; e6; e7"
+
+
+def test_a_profile_written_before_methods_and_units_existed():
+    old = {"model": "m", "board": "b", "iterations": 1, "events": [{"name": "Method::execute", "kind": "method"},
+                                                                  {"name": "x", "kind": "cpu_op", "p50_us": 1.0}]}
+    assert format_table(old).splitlines()[3:6] == [
+        "Method::execute               method                                             0.000",
+        "x                             cpu_op                                             1.000",
+        "",
+    ]
+    assert format_table({"model": "m", "board": "b"}).splitlines()[-2:] == [
+        "NPU fraction                                   n/a", "CPU fallback ops: none"]
