@@ -110,10 +110,15 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--delegate", default="none", help="none, neutron-sim or neutron (default none)")
     export.set_defaults(func=_cmd_export)
 
-    from hil.analysis.inspect_cmd import add_arguments as add_inspect_arguments
-
     inspect = sub.add_parser("inspect", help="analyse a run folder, or an ETDump/ETRecord pair from anywhere")
-    add_inspect_arguments(inspect)
+    inspect.add_argument("path", type=Path, help="a run folder, or an ETDump file (then --etrecord)")
+    inspect.add_argument("--etrecord", type=Path, default=None, help="the ETRecord of an ETDump file")
+    inspect.add_argument("--pte", type=Path, default=None, help="the model.pte of an ETDump file (checked against the ETRecord)")
+    clock = inspect.add_mutually_exclusive_group()
+    clock.add_argument("--board-config", type=Path, default=None, help="board file: its clock, for tick-based dumps")
+    clock.add_argument("--clock-mhz", type=float, default=None, help="the ticks are core cycles at this clock")
+    clock.add_argument("--ns", action="store_true", help="the timestamps are nanoseconds (the host runtime's)")
+    inspect.add_argument("--json", action="store_true", help="print profile JSON instead of the table")
     inspect.set_defaults(func=_cmd_inspect)
 
     doctor = sub.add_parser("doctor", help="check this machine for what a board needs")

@@ -115,15 +115,3 @@ def inspect_files(args: argparse.Namespace) -> int:
                                 time_scale=scale, pte_path=args.pte, etrecord=etrecord)
     print(json.dumps(profile, indent=2) if args.json else format_table(profile))
     return 0
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """`hil inspect`'s arguments."""
-    parser.add_argument("path", type=Path, help="a run folder, or an ETDump file (then --etrecord)")
-    parser.add_argument("--etrecord", type=Path, default=None, help="the ETRecord of an ETDump file")
-    parser.add_argument("--pte", type=Path, default=None, help="the model.pte of an ETDump file (checked against the ETRecord)")
-    clock = parser.add_mutually_exclusive_group()
-    clock.add_argument("--board-config", type=Path, default=None, help="board file: its clock, for tick-based dumps")
-    clock.add_argument("--clock-mhz", type=float, default=None, help="the ticks are core cycles at this clock")
-    clock.add_argument("--ns", action="store_true", help="the timestamps are nanoseconds (the host runtime's)")
-    parser.add_argument("--json", action="store_true", help="print profile JSON instead of the table")

@@ -159,3 +159,15 @@ def test_a_run_folder_with_its_console_and_a_simulation_but_no_recorded_clock(ru
     manifest["board"] = "qemu"
     (run_folder / "manifest.json").write_text(json.dumps(manifest))
     assert inspect_run(run_folder)["model"] == "cifar10"
+
+
+def test_the_command_line_takes_one_clock_at_most():
+    from hil.cli import build_parser
+
+    parser = build_parser()
+    args = parser.parse_args(["inspect", "d.etdump", "--etrecord", "r.bin", "--clock-mhz", "200", "--json"])
+    assert (args.path, args.etrecord, args.clock_mhz, args.ns, args.board_config, args.pte, args.json) == (
+        Path("d.etdump"), Path("r.bin"), 200.0, False, None, None, True)
+    assert parser.parse_args(["inspect", "run"]).etrecord is None
+    with pytest.raises(SystemExit):
+        parser.parse_args(["inspect", "d", "--ns", "--clock-mhz", "1"])
