@@ -383,3 +383,12 @@ def test_pte_memory_of_cpu_program(art: dict[str, Any], tmp_path: Path) -> None:
     (tmp_path / "bad.pte").write_bytes(b"\x00" * 64)
     with pytest.raises(AnalysisError, match="bad.pte"):
         pte_memory(tmp_path / "bad.pte")
+
+
+def test_a_dump_that_exactly_fits_beside_the_kernels_is_subtracted():
+    from hil.analysis.totals import call_overhead
+
+    assert call_overhead(10.0, 6.0, 4.0) == 0.0  # fits exactly: nothing left
+    assert call_overhead(10.0, 6.0, 3.5) == 0.5
+    assert call_overhead(10.0, 6.0, 5.0) == 4.0  # does not fit: call minus kernels
+    assert call_overhead(10.0, 12.0, 1.0) == 0.0  # kernels outlast the call: never negative

@@ -87,11 +87,15 @@ def _build(out: Path) -> None:
     _run(out, "two", vector, {"forward": ITERATIONS, "other": 2})
 
 
-@pytest.fixture(scope="module")
-def art() -> Path:
+def _art_dir() -> Path:
     from programs import cached_folder
 
     return cached_folder("delegates", __file__, _build)
+
+
+@pytest.fixture(scope="module")
+def art() -> Path:
+    return _art_dir()
 
 
 def _profile(out: Path, dump: str, record: str, **kwargs: Any) -> dict[str, Any]:
@@ -171,3 +175,16 @@ def test_left_out_runs_are_counted_as_runs(art: Path, tmp_path: Path) -> None:
     profile = _profile(tmp_path, "chain", "chain")
     assert profile["iterations"] == ITERATIONS - 2
     assert "method forward: 2 of 5 run(s) had a different event sequence and are left out" in profile["warnings"]
+
+
+def test_pte_and_etrecord_differences_are_named():
+    from hil.analysis.blocks import read_etrecord
+    from hil.analysis.pairing import pte_mismatches
+
+    art = _art_dir()
+    assert pte_mismatches(read_etrecord(art / "two.etrecord"), art / "chain.pte") == [
+        "methods ['forward'] in the .pte, ['forward', 'other'] in the ETRecord"]
+    found = pte_mismatches(read_etrecord(art / "chain.etrecord"), art / "xnn.pte")
+    assert "forward instruction 0: the .pte calls delegate XnnpackBackend, the ETRecord has none" in found
+    assert "forward instruction 1: the .pte calls cumsum, the ETRecord has aten.sigmoid.default" in found
+    assert pte_mismatches(read_etrecord(art / "xnn.etrecord"), art / "xnn.pte") == []

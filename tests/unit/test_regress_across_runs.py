@@ -139,3 +139,101 @@ def test_the_json_form_holds_every_verdict():
     assert len(data["events"]) == len(comparison.deltas) and data["tolerance"] == 0.05
     with pytest.raises(ValueError):
         compare_runs([], runs([1]))
+
+
+def test_the_notes_say_what_was_compared():
+    baseline = runs(range(2), iterations=3)
+    now = runs([50], iterations=3)
+    now[0]["board"] = "rt700"
+    assert compare_runs(baseline, now).notes == [
+        "baseline: 2 run(s), board qemu, model synthnet, 3 iterations",
+        "now: 1 run(s), board rt700, model synthnet, 3 iterations",
+        "warning: boards differ (qemu vs rt700)",
+        "baseline of 2 run(s): judged by the spread inside each run only (keep 3+ runs in the history to judge across runs)",
+        "warning: run(s) with 3 iteration(s): fewer than 5 cannot show a run's spread",
+    ]
+    assert compare_runs(runs(range(3), iterations=5), runs([50], iterations=5)).notes == [
+        "baseline: 3 run(s), board qemu, model synthnet, 5 iterations",
+        "now: 1 run(s), board qemu, model synthnet, 5 iterations",
+    ]
+
+
+def test_profiles_rebuilt_from_history_statistics_are_judged_alike(tmp_path):
+    from hil.regress import history
+    from hil.regress.stats import event_spread
+
+    db = tmp_path / "h.db"
+    for seed in range(10):
+        history.record_run(db, runs([seed])[0], {"written_at": f"2026-01-{seed + 1:02d}"}, passed=True)
+    baseline = history.recent_runs(db, "synthnet", "qemu", 10)
+    assert len(baseline) == 10 and "times_us" not in baseline[0]["events"][0]
+    comparison = compare_runs(baseline, runs([50], slow={("npu_kernel", "3", 0): 1.12}))
+    assert [d.name for d in comparison.regressions] == ["npu kernel 3"] and not comparison.disturbed
+    single = [dict(e, n=1) for e in baseline[0]["events"]]
+    assert {d.verdict for d in compare_runs([{**b, "events": single} for b in baseline], runs([50])).deltas} == {"unjudged"}
+    assert event_spread({"p50_us": 5, "mad_us": 1}) == (5.0, 1.0) and event_spread({}) == (0.0, 0.0)
+
+
+def test_added_and_removed_events_are_listed_not_judged():
+    baseline = runs(range(3))
+    now = runs([50])
+    removed = now[0]["events"].pop()  # the softmax
+    now[0]["events"].append({"name": "native_call_new.out", "kind": "cpu_op", "op_types": [], "times_us": [4.0, 4.0]})
+    comparison = compare_runs(baseline, now)
+    by_verdict = {d.verdict: d for d in comparison.deltas if d.verdict in ("added", "removed")}
+    added, gone = by_verdict["added"], by_verdict["removed"]
+    assert (added.key, added.kind, added.baseline_us, added.now_us, added.noise_us) == (
+        "cpu_op:native_call_new.out#0", "cpu_op", None, 4.0, 0.0)
+    assert (gone.name, gone.op_types, gone.now_us) == (removed["name"], "aten._softmax.default", None)
+    assert gone.baseline_us == pytest.approx(baseline[0]["events"][-1]["p50_us"])
+    assert "program structure changed: 1 event(s) added, 1 removed (not judged)" in comparison.notes
+    assert not any("n = 1" in n or "left out" in n for n in comparison.notes)
+
+
+def test_small_absolute_limits_and_the_stored_settings():
+    baseline, now = runs(range(10)), runs([50])
+    for profile in baseline + now:
+        for event in profile["events"]:
+            if event["name"] == "native_call__softmax.out":
+                event["times_us"] = [100.5 if profile is now[0] else 100.0] * len(event["times_us"])
+                event.pop("p50_us")
+    loose = dict(tolerance=0.0, noise_k=0.0, min_share=0.0)
+    assert any(d.name == "native_call__softmax.out" for d in compare_runs(baseline, now, **loose).regressions)
+    assert not any(d.name == "native_call__softmax.out"
+                   for d in compare_runs(baseline, now, min_delta_us=1.0, **loose).regressions)
+    comparison = compare_runs(baseline, now, min_delta_us=2.5)
+    assert comparison.min_delta_us == 2.5 and comparison.disturbed is False
+    with pytest.raises(ValueError, match="at least one baseline run and one new run"):
+        compare_runs(baseline, [])
+
+
+def test_three_baseline_runs_are_enough_to_judge_across_runs():
+    slow = {("npu_kernel", "3", 0): 1.5}
+    comparison = compare_runs(runs(range(3)), runs([50], slow=slow))
+    assert [d.p_value for d in comparison.suspects] == [pytest.approx(0.25)] and not comparison.has_regression
+    assert compare_runs(runs(range(3)), runs([50], scale=2.0)).disturbed
+
+
+def test_within_run_noise_with_fewer_than_three_baseline_runs():
+    def one(times):
+        profile = runs([1])[0]
+        profile["events"] = [{"name": "Method::execute", "kind": "method", "op_types": [], "times_us": times}]
+        return profile
+
+    (delta,) = compare_runs([one([10.0, 12.0, 14.0])], [one([10.0, 11.0, 12.0])]).deltas
+    assert delta.noise_us == pytest.approx(3 * 1.4826 * (2**2 + 1**2) ** 0.5) and delta.p_value is None
+
+
+def test_one_loaded_run_of_two_is_left_out_and_the_other_judged():
+    comparison = compare_runs(runs(range(10)), runs([50]) + runs([51], scale=2.0))
+    assert comparison.now_runs == 1 and not comparison.disturbed
+    assert [n for n in comparison.notes if "new run(s)" in n] == [
+        "1 of 2 new run(s) slowed as a whole (x2.00 over every large event): machine load, not the program"]
+
+
+def test_only_nanoseconds_of_the_host_runtime_count_as_host_timed():
+    from hil.regress.compare import host_timed
+
+    assert host_timed({"time_scale": NS}) and not host_timed({"time_scale": TICKS})
+    assert not host_timed({"time_scale": {"ticks_per_us": 1000.0, "follows_clock": True}})  # a 1 GHz core
+    assert not host_timed({})
