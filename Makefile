@@ -19,7 +19,7 @@ LAB_STAMP := $(LAB_VENV)/.et-hil-$(LABGRID_PIN)
 DEMO_OUT ?= hil-artifacts/demo
 TEST_ARGS ?=
 
-.PHONY: demo test setup apt venv lab-venv clean-cache firmware firmware-check
+.PHONY: demo test setup apt venv lab-venv clean-cache firmware firmware-check mutation
 
 setup: apt venv lab-venv
 
@@ -56,6 +56,15 @@ demo: setup
 
 test: setup firmware-check
 	$(PY) -m pytest --board qemu $(TEST_ARGS)
+
+# Mutation testing of the code that computes what users act on (hil/analysis/, hil/regress/compare.py,
+# budgets.py, stats.py; the list is [tool.mutmut] in pyproject.toml). Not part of `make test`: it runs
+# the fast unit tests once per mutant, about an hour on two cores. Prints the share of mutants killed.
+mutation: setup
+	@$(PY) -m pip install -q --disable-pip-version-check -e ".[mutation]" 2>&1 | grep -v "^WARNING: Location" || true
+	rm -rf mutants
+	$(VENV)/bin/mutmut run --max-children 2 > /dev/null || true
+	@$(PY) -m hil.regress.mutation_score mutants
 
 clean-cache:
 	rm -rf $${HIL_CACHE_DIR:-$$HOME/.cache/et-hil}

@@ -106,6 +106,8 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
     },
     "simulation": {
         "jitter": number(at_least=0, below=1),
+        # The simulated NPU's own timer rate: Neutron records count NPU cycles, the PAL counts core cycles.
+        "npu_clock_mhz": number(above=0),
     },
     "qemu": {
         "executable": text(non_empty=True),

@@ -170,11 +170,18 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--delegate", default="none", metavar="NAME", help="none, neutron-sim or neutron (default none)")
     export.set_defaults(func=_cmd_export)
 
-    inspect = sub.add_parser("inspect", help="analyse an ETDump/ETRecord pair from anywhere")
-    inspect.add_argument("etdump", type=Path, metavar="ETDUMP")
-    inspect.add_argument("--etrecord", type=Path, required=True, metavar="FILE")
-    inspect.add_argument("--board-config", type=Path, default=None, metavar="FILE")
-    inspect.add_argument("--clock-mhz", type=float, default=None, metavar="MHZ")
+    inspect = sub.add_parser("inspect", help="analyse a run folder, or an ETDump/ETRecord pair from anywhere")
+    inspect.add_argument("path", type=Path, metavar="RUN_OR_ETDUMP",
+                         help="a run folder, or an ETDump file (then --etrecord)")
+    inspect.add_argument("--etrecord", type=Path, default=None, metavar="FILE", help="the ETRecord of an ETDump file")
+    inspect.add_argument("--pte", type=Path, default=None, metavar="FILE",
+                         help="the model.pte of an ETDump file (checked against the ETRecord)")
+    clock = inspect.add_mutually_exclusive_group()
+    clock.add_argument("--board-config", "--hil-board-config", type=Path, default=None, metavar="FILE",
+                       help="board file: its clock, for tick-based dumps")
+    clock.add_argument("--clock-mhz", "--hil-clock-mhz", type=float, default=None, metavar="MHZ",
+                       help="the ticks are core cycles at this clock")
+    clock.add_argument("--ns", action="store_true", help="the timestamps are nanoseconds (the host runtime's)")
     inspect.add_argument("--json", action="store_true", help="print profile JSON instead of the table")
     inspect.set_defaults(func=_cmd_inspect)
 

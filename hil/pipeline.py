@@ -160,7 +160,8 @@ def _prepare_image(
     runs = checked.plan.runs
     with timer.step("simulate_etdump", f"simulate the ETDump of {compiled.name} ({runs} runs)"):
         buffer = simulated_buffer(compiled, iterations=runs, clock_mhz=cfg.clock_mhz, seed=request.seed,
-                                  jitter=checked.jitter)
+                                  jitter=checked.jitter,
+                                  npu_clock_mhz=cfg.get("simulation.npu_clock_mhz"))
     with timer.step("build_image", "build the QEMU replay image"):
         image = build_qemu_image(buffer.etdump, buffer.console_lines, runs=runs, **request.image_options)
     return image, buffer.time_scale, buffer.simulation
@@ -213,13 +214,15 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
         hit = is_cached(request.model, delegate=delegate)
         with timer.step("aot", f"export {request.model} ({'cached' if hit else 'cache miss'}, delegate {delegate})"):
             compiled = export_model(request.model, delegate=delegate)
-        provenance.update(aot_cache_key=compiled.cache_key, aot_cached=compiled.cached, delegate=delegate)
+        provenance.update(aot_cache_key=compiled.cache_key, aot_cached=compiled.cached, delegate=delegate,
+                          model_name=compiled.name)
         shutil.copyfile(compiled.pte_path, out / "model.pte")
         shutil.copyfile(compiled.etrecord_path, out / "etrecord.bin")
         if compiled.extra.get("conversion_log"):
             atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
         provenance["model_memory"] = inputs.check_model_fits(request.board, out / "model.pte")
         image, time_scale, simulation = _prepare_image(request, compiled, checked, timer)
+        provenance["time_scale"] = time_scale.to_dict()  # how `hil inspect RUN_DIR` reads the ticks again
         provenance["firmware_sha256"] = sha256_file(image)
         provenance["firmware"] = str(image)
         if simulation is not None:

@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # imported when the fixture is used: it pulls in the board cl
 DEFAULT_ARTIFACTS = Path("hil-artifacts")
 # The run folders a test made, read by the regression hooks (hil.regress.pytest_regress).
 RUN_FOLDERS = pytest.StashKey[list[Path]]()
+# Per test: run folder -> how to re-run it (`rerun(n)` -> the n-th confirmation run's folder), for --hil-confirm.
+RERUNS = pytest.StashKey[dict[str, Callable[[int], Path]]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -163,6 +165,12 @@ def hil_profile(
         options.setdefault("timeout_s", config.getoption("hil_timeout"))
         options.setdefault("warmup", config.getoption("hil_warmup"))
         board = options.pop("board", hil_board_config)
+
+        def rerun(index: int) -> Path:
+            again = out.with_name(f"{out.name}-confirm{index}")
+            return run_profile(RunRequest(model=model, board=board, out_dir=again, **options)).out_dir
+
+        request.node.stash.setdefault(RERUNS, {})[str(out.resolve())] = rerun
         try:
             return run_profile(RunRequest(model=model, board=board, out_dir=out, **options), progress=_progress(config))
         finally:  # failed runs are reported (history, JUnit) too

@@ -1,12 +1,16 @@
-"""What each Inspector event is (method, CPU operator, delegate call, NPU kernel, profiling dump).
+"""What each Inspector event is (method, CPU operator, delegate call, NPU kernel, profiling dump,
+another delegate's operator).
 
-The Inspector gives names and op types but no notion of "this ran on the NPU". The Neutron
-runtime (executorch's backends/nxp/runtime/NeutronBackend.cpp) posts one delegate event per Neutron kernel,
-named by its index ("0", "1", ...), plus a last one covering the profiling dump; each carries
-one byte of metadata: 0 = profiling dump, n = kernel function code n. A 2-byte SDK-version
-form (major<<8 | minor<<4 | patch) is proposed upstream for the last event. Metadata from a
-foreign or future runtime must never crash the analysis, so anything else decodes as
-"invalid" and classification falls back to the event's position and op types.
+The Inspector gives names, op types and the backend id of every delegated event, but no notion of
+"this ran on the NPU". Only a Neutron backend runs on the NPU, so the backend id decides: ExecuTorch's
+`NeutronBackend` (backends/nxp) and this project's simulated `NeutronSimBackend`. Their runtime
+(NeutronBackend.cpp) posts one delegate event per Neutron kernel, named by its index ("0", "1", ...),
+plus a last one covering the profiling dump; each carries one byte of metadata: 0 = profiling dump,
+n = kernel function code n. A 2-byte SDK-version form (major<<8 | minor<<4 | patch) is proposed
+upstream for the last event. Metadata from a foreign or future runtime must never crash the analysis,
+so anything else decodes as "invalid" and classification falls back to the event's position and op
+types. Any other delegate (XNNPACK, say) runs on the CPU: its events are `delegate_op`, judged like
+every other event and never counted as NPU time.
 """
 
 from __future__ import annotations
@@ -18,7 +22,15 @@ CPU_OP = "cpu_op"
 DELEGATE_CALL = "delegate_call"
 NPU_KERNEL = "npu_kernel"
 PROFILING_DUMP = "profiling_dump"
-KINDS = (METHOD, CPU_OP, DELEGATE_CALL, NPU_KERNEL, PROFILING_DUMP)
+DELEGATE_OP = "delegate_op"
+KINDS = (METHOD, CPU_OP, DELEGATE_CALL, NPU_KERNEL, PROFILING_DUMP, DELEGATE_OP)
+# Kinds that live inside a DELEGATE_CALL (shown indented under it, never sorted by their own clock).
+DELEGATED_KINDS = (NPU_KERNEL, PROFILING_DUMP, DELEGATE_OP)
+
+# Backend ids whose delegate events are Neutron NPU kernels: ExecuTorch's real backend
+# (`DelegationSpec(NeutronBackend.__name__, ...)` in backends/nxp) and the simulated one
+# (hil.aot.neutron_sim.BACKEND_ID, not imported here: it would load torch).
+NEUTRON_BACKEND_IDS = frozenset({"NeutronBackend", "NeutronSimBackend"})
 
 METHOD_EXECUTE = "Method::execute"
 DELEGATE_CALL_NAME = "DELEGATE_CALL"
@@ -79,29 +91,34 @@ def decode_event_metadata(raw_per_run: list[Any]) -> dict[str, Any] | None:
     return first
 
 
-def is_cpu_op_name(name: str) -> bool:
-    return name.startswith(NATIVE_CALL_PREFIX) or name == OPERATOR_CALL_NAME
+def is_neutron(backend: str | None) -> bool:
+    """Does this backend id name a Neutron NPU backend (real or simulated)?"""
+    return backend in NEUTRON_BACKEND_IDS
 
 
 def classify(
     name: str,
     *,
     is_delegated: bool,
+    backend: str | None,
     op_types: list[str],
     metadata: dict[str, Any] | None,
     is_last_of_delegate: bool,
 ) -> str:
     """Return one of KINDS for an Inspector event.
 
-    Delegated events are NPU kernels unless their metadata says "profiling dump" (or an SDK
-    version, the proposed form of the same last event); without usable metadata the last
-    delegated event of a delegate call that maps to no op is taken as the dump, because
-    that is where the Neutron runtime always puts it.
+    Delegated events of a Neutron backend are NPU kernels unless their metadata says "profiling
+    dump" (or an SDK version, the proposed form of the same last event); without usable metadata
+    the last delegated event of a delegate call that maps to no op is taken as the dump, because
+    that is where the Neutron runtime always puts it. Delegated events of any other backend are
+    `delegate_op`: nothing about them says NPU.
     """
     if name == METHOD_EXECUTE:
         return METHOD
     if name == DELEGATE_CALL_NAME:
         return DELEGATE_CALL
+    if is_delegated and not is_neutron(backend):
+        return DELEGATE_OP
     if is_delegated:
         kind = (metadata or {}).get("kind")
         if kind == "kernel":

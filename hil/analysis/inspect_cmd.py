@@ -1,61 +1,118 @@
-"""`hil inspect`: the same analysis as a run, from an ETDump/ETRecord pair produced anywhere.
+"""`hil inspect`: the same analysis as a run, from a run folder or from bare files produced anywhere.
 
-Files that a run folder keeps beside the ETDump (serial.log, model.pte, simulation.json) are used
-when present, so `hil inspect` on a run folder gives the answer `hil run` gave.
+Two ways in, one truth each:
+
+* `hil inspect RUN_DIR`: the run's own files (trace.etdump, etrecord.bin, model.pte, serial.log) and
+  the clock its manifest recorded, with the console's clock line winning as it did in the run, and
+  the run's warm-up dropped: the output is the run's profile.json (all but `harness_steps_s`, how long
+  the harness itself took).
+* `hil inspect DUMP --etrecord FILE`: nothing beside the dump is read. `--clock-mhz` says the ticks are
+  core cycles; `--board-config` applies its board's rule (its clock for tick-based dumps only: a QEMU
+  board's CPU-only programs are the host runtime's nanoseconds); `--ns` says nanoseconds; with none of
+  them the numbers stay in ticks and the output says `time_unit: "ticks"`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+from typing import Any
 
+from hil.analysis import events as ev
 from hil.analysis.console import parse_console
-from hil.analysis.profile import TimeScale, build_profile
-from hil.analysis.table import format_table
+from hil.analysis.timescale import TimeScale, board_time_scale
 from hil.config import load_board_config
-from hil.errors import HilError
+from hil.errors import AnalysisError
 from hil.inputs import finite_number
-from hil.manifest import MANIFEST_NAME, read_manifest
+from hil.manifest import read_manifest
+
+RUN_ONLY_KEYS = ("harness_steps_s",)
 
 
-def choose_time_scale(clock_mhz: float | None, board_config: Path | None) -> tuple[TimeScale, str]:
-    """An explicit clock wins, then the board file's clock; with neither, ticks are the host runtime's ns.
+def has_neutron_delegate(etrecord: Any) -> bool:
+    """Does the ETRecord's program call a Neutron backend (so its dump is tick-based on any board)?"""
+    return any(entry.get("name") in ev.NEUTRON_BACKEND_IDS
+               for method in (etrecord._delegate_map or {}).values() for entry in (method or {}).values())
 
-    A clock that is not a positive, finite number is refused (InputError): 0 or nan gave nan times.
-    """
-    if clock_mhz is not None:
-        return TimeScale.core_cycles(finite_number(clock_mhz, "--clock-mhz", above=0)), "clock"
-    if board_config is not None:
-        cfg = load_board_config(path=board_config)
-        return TimeScale.core_cycles(cfg.clock_mhz), cfg.name
-    return TimeScale.nanoseconds(), "unknown"
+
+def bare_time_scale(args: argparse.Namespace, etrecord: Any) -> tuple[TimeScale, str]:
+    """The scale of a bare dump, and the board name to report: explicit flags only, else raw ticks."""
+    if args.clock_mhz is not None:  # 0, negative or nan would give nan times: refused (InputError)
+        return TimeScale.core_cycles(finite_number(args.clock_mhz, "--clock-mhz", above=0)), "clock"
+    if args.board_config is not None:
+        cfg = load_board_config(path=args.board_config)
+        npu = cfg.get("simulation.npu_clock_mhz") if cfg.kind == "qemu" else None
+        return board_time_scale(cfg.kind, cfg.clock_mhz, neutron=has_neutron_delegate(etrecord), npu_clock_mhz=npu), cfg.name
+    if args.ns:
+        return TimeScale.nanoseconds(), "unknown"
+    return TimeScale.raw_ticks(), "unknown"
+
+
+def _run_scale(folder: Path, manifest: dict[str, Any]) -> TimeScale:
+    """The scale the run used: recorded in its manifest (runs before that: from what the folder holds)."""
+    if manifest.get("time_scale"):
+        return TimeScale.from_dict(manifest["time_scale"])
+    simulation = folder / "simulation.json"
+    if simulation.is_file():
+        sim = json.loads(simulation.read_text())
+        return TimeScale.core_cycles(sim["clock_mhz"], sim.get("npu_clock_mhz"))
+    if manifest.get("board") == "qemu":
+        return TimeScale.nanoseconds()
+    raise AnalysisError(f"{folder}: its manifest records no clock; inspect its files with --clock-mhz")
+
+
+def inspect_run(folder: Path) -> dict[str, Any]:
+    """The profile of a run folder, made again from its files as `hil run` made it."""
+    from hil.analysis.profile import build_profile
+    from hil.regress.stats import drop_warmup
+
+    if not (folder / "manifest.json").is_file():
+        raise AnalysisError(f"{folder} is not a run folder: no manifest.json")
+    manifest = read_manifest(folder)  # a corrupt one is an AnalysisError naming it, never a traceback
+    serial_log = folder / "serial.log"
+    console = parse_console(serial_log.read_text(errors="replace")) if serial_log.is_file() else None
+    profile = build_profile(
+        folder / "trace.etdump", folder / "etrecord.bin",
+        board=str(manifest.get("board")), model=_model_name(manifest),
+        simulated=manifest.get("board") != "rt700" if "board" in manifest else (folder / "simulation.json").is_file(),
+        time_scale=_run_scale(folder, manifest), console=console,
+        pte_path=folder / "model.pte" if (folder / "model.pte").is_file() else None,
+    )
+    profile["delegate"] = manifest.get("delegate")
+    if manifest.get("warmup"):
+        profile = drop_warmup(profile, int(manifest["warmup"]))
+    return profile
+
+
+def _model_name(manifest: dict[str, Any]) -> str:
+    """The model's name as the run reported it (recorded since; older runs: derived from the spec)."""
+    if manifest.get("model_name"):
+        return str(manifest["model_name"])
+    from hil.aot.models import resolve_spec
+    from hil.errors import ModelError
+
+    try:
+        return resolve_spec(str(manifest.get("model"))).name
+    except ModelError:
+        return str(manifest.get("model"))
 
 
 def inspect_files(args: argparse.Namespace) -> int:
-    """Print the analysis of `args.etdump` against `args.etrecord`; HilErrors reach the CLI as one message."""
-    etdump = Path(args.etdump)
-    scale, board = choose_time_scale(args.clock_mhz, args.board_config)
-    beside = etdump.parent
-    serial_log = beside / "serial.log"
-    pte = beside / "model.pte"
-    console = parse_console(serial_log.read_text(errors="replace")) if serial_log.is_file() else None
-    model = etdump.stem
-    if (beside / MANIFEST_NAME).is_file():
-        try:
-            model = str(read_manifest(beside).get("model") or model)
-        except HilError as exc:  # only the model's name comes from it: say so and go on
-            print(f"hil inspect: {exc}; naming the model after the ETDump", file=sys.stderr)
-    profile = build_profile(
-        etdump,
-        args.etrecord,
-        board=board,
-        model=model,
-        simulated=(beside / "simulation.json").is_file(),
-        time_scale=scale,
-        console=console,
-        pte_path=pte if pte.is_file() else None,
-    )
+    """Print the analysis of a run folder or of `args.path` against `args.etrecord`."""
+    from hil.analysis.blocks import read_etrecord
+    from hil.analysis.profile import build_profile
+    from hil.analysis.table import format_table
+
+    path = Path(args.path)
+    if path.is_dir():
+        profile = inspect_run(path)
+    else:
+        if args.etrecord is None:
+            raise AnalysisError(f"{path} is a file: give its ETRecord with --etrecord (or pass a run folder)")
+        etrecord = read_etrecord(Path(args.etrecord))
+        scale, board = bare_time_scale(args, etrecord)
+        profile = build_profile(path, args.etrecord, board=board, model=path.stem, simulated=False,
+                                time_scale=scale, pte_path=args.pte, etrecord=etrecord)
     print(json.dumps(profile, indent=2) if args.json else format_table(profile))
     return 0

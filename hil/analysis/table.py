@@ -1,17 +1,20 @@
 """The profile as a plain-text table for a terminal or a CI log (fits in 100 columns).
 
 Shows the same numbers as profile.json, so a reader of the log and a reader of the
-file never disagree; nothing here recomputes a total.
+file never disagree; nothing here recomputes a total. The unit is the profile's own: microseconds,
+or raw ticks when no clock was known (then the table says ticks, never us).
 """
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
-_COLUMNS = (("event", 30), ("kind", 15), ("op types", 31), ("p50 us", 11), ("share", 7))
+_COLUMNS = (("event", 30), ("kind", 15), ("op types", 31), ("p50 {unit}", 11), ("share", 7))
 _TOTAL_LABELS = (
     ("method_execute", "Method::execute"),
     ("npu_kernels", "NPU kernels"),
+    ("delegate_ops", "other delegates' operators"),
     ("cpu_ops", "CPU operators"),
     ("cpu_call_overhead", "CPU operator dispatch"),
     ("delegate_calls", "delegate calls"),
@@ -19,6 +22,7 @@ _TOTAL_LABELS = (
     ("profiling_dump", "profiling dump (not in other totals)"),
     ("unattributed", "unattributed"),
 )
+_INDENTED = ("npu_kernel", "profiling_dump", "delegate_op")
 
 
 def _short_op(op_type: str) -> str:
@@ -43,31 +47,45 @@ def _pct(part: float | None, whole: float) -> str:
     return "" if part is None or whole <= 0 else f"{100.0 * part / whole:.1f}%"
 
 
+def _method_p50(events: list[dict[str, Any]], method: str) -> float:
+    """Each event's share is of its own method's Method::execute."""
+    return next((float(e.get("p50_us") or 0.0) for e in events
+                 if e.get("kind") == "method" and e.get("method", "forward") == method), 0.0)
+
+
 def format_table(profile: dict[str, Any]) -> str:
     """Render events (name, kind, op types, p50, share of Method::execute), then the totals."""
     totals = profile.get("totals_us", {})
+    unit = profile.get("time_unit", "us")
     method = float(totals.get("method_execute") or 0.0)
     sim = " (simulated)" if profile.get("simulated") else ""
+    events = profile.get("events", [])
+    several = len({e.get("method", "forward") for e in events}) > 1
     lines = [
         f"{profile.get('model')} on {profile.get('board')}{sim}: {profile.get('iterations')} iteration(s), "
-        f"times in {profile.get('time_unit', 'us')}",
-        _row([name for name, _ in _COLUMNS]),
+        f"times in {unit}",
+        _row([name.format(unit=unit) for name, _ in _COLUMNS]),
         _row(["-" * (w - 1) for _, w in _COLUMNS]),
     ]
-    for event in profile.get("events", []):
-        indent = "  " if event.get("kind") in ("npu_kernel", "profiling_dump") else ""
+    for event in events:
+        name = event.get("method", "forward")
+        if several and event.get("kind") == "method":
+            lines.append(f"[method {name}]")
+        indent = "  " if event.get("kind") in _INDENTED else ""
         ops = ",".join(dict.fromkeys(_short_op(t) for t in event.get("op_types", [])))
         lines.append(_row([
             indent + str(event.get("name")),
             str(event.get("kind")),
             ops,
             f"{event.get('p50_us', 0.0):.3f}",
-            _pct(event.get("p50_us"), method),
+            _pct(event.get("p50_us"), _method_p50(events, name)),
         ]))
     lines.append("")
+    if several:
+        lines.append(f"totals of method {next(iter(profile.get('methods') or {'forward': 0}))}:")
     for key, label in _TOTAL_LABELS:
         if key in totals:
-            lines.append(f"{label:<38}{totals[key]:>12.3f} us  {_pct(totals[key], method):>7}".rstrip())
+            lines.append(f"{label:<38}{totals[key]:>12.3f} {unit:<5} {_pct(totals[key], method):>7}".rstrip())
     fraction = profile.get("npu_fraction")
     lines.append(f"{'NPU fraction':<38}{'n/a' if fraction is None else f'{fraction:.3f}':>12}")
     fallback = profile.get("cpu_fallback_ops") or []
@@ -76,6 +94,7 @@ def format_table(profile: dict[str, Any]) -> str:
     if console.get("inference_times_us"):
         times = ", ".join(f"{t:g}" for t in console["inference_times_us"])
         lines.append(f"console inference time: {times} us")
-    for warning in profile.get("warnings", []):
-        lines.append(f"warning: {warning}")
+    for label, key in (("note", "notes"), ("warning", "warnings")):
+        for text in profile.get(key, []):
+            lines += textwrap.wrap(f"{label}: {text}", 100, subsequent_indent="  ")
     return "\n".join(lines) + "\n"

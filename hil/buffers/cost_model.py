@@ -1,13 +1,12 @@
-"""A deterministic cost model in board clock cycles, for the simulated RT700 ETDump.
+"""A deterministic cost model in clock cycles, for the simulated RT700 ETDump.
 
 Why a model and not a measurement: in CI there is no board and no Neutron runtime, yet the profile
 path (records -> events -> Inspector -> profile.json) must carry plausible, *reproducible* numbers
 whose every value can be recomputed from this file.  The constants are assumptions, not measurements:
 they give the right orders of magnitude (an NPU kernel is tens of times faster than the same layer on
-the Cortex-M33; a softmax on the CPU is slow per element) and nothing more.  Everything is in cycles of
-the one board clock (the RT700 runs core and NPU at the same frequency: NXP's example prints one
-`Core/NPU Frequency: 324 MHz` line), so the
-simulated Neutron timer and the PAL tick counter can share one time base.
+the Cortex-M33; a softmax on the CPU is slow per element) and nothing more.  CPU costs are cycles of
+the core clock (PAL ticks); NPU costs (``npu_*``) are cycles of the NPU, counted by the simulated
+Neutron timer at its own rate (``[simulation].npu_clock_mhz``), as a board's two timers are.
 
 Run-to-run variation: ``jitter`` is a relative sigma; each cost is multiplied by ``1 + N(0, jitter)``
 (clamped at 0.5) drawn from one seeded ``random.Random``, in the fixed order the caller asks for costs.

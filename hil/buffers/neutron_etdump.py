@@ -12,10 +12,14 @@ can run a ``NeutronSimBackend`` program.  So we walk the program's own instructi
   16-byte profile records by the port of NeutronBackend.cpp (``neutron_records``), then ``DELEGATE_CALL``;
   last ``Method::execute`` (chain -1, instruction 0).
 
-Times are PAL ticks = board clock cycles at ``clock_mhz``.  The simulated Neutron timer shares that
-time base (same clock on the RT700), so kernel events nest inside their ``DELEGATE_CALL``.  The last
-delegate event (the profiling dump) does not: its end adds the whole ``neutronRunBlocking`` duration
-to a Neutron timestamp, as the runtime does (see ``neutron_records``).
+Two clocks, as on a board: CPU events are PAL ticks = core clock cycles at ``clock_mhz``; Neutron
+events are ticks of the NPU's timer at ``npu_clock_mhz`` (the cost model's NPU costs are NPU cycles).
+The simulated board runs them at different rates on purpose (``[simulation].npu_clock_mhz`` in
+boards/qemu.toml), so reading one clock's ticks at the other's rate changes every number a test
+checks.  The Neutron timer is started in step with the PAL counter, so kernel events, converted to
+time, nest inside their ``DELEGATE_CALL``.  The last delegate event (the profiling dump) does not:
+its end adds the whole PAL-timed ``neutronRunBlocking`` duration to a Neutron timestamp, as the
+runtime does (see ``neutron_records``).
 
 The bytes are made by the bundled ``flatc --binary --size-prefixed`` from the
 ``executorch.devtools.etdump.schema_flatcc`` dataclasses: the layout a runtime writes, which the
@@ -128,10 +132,13 @@ def _profile(name: str | None, start: int, end: int, *, chain: int, instr: int,
 
 
 class _Timeline:
-    """Walks the program once per iteration, advancing a PAL tick clock and collecting events."""
+    """Walks the program once per iteration, advancing a PAL tick clock and collecting events.
 
-    def __init__(self, steps: list[dict], model: cm.CostModel, start: int) -> None:
-        self.steps, self.model, self.t = steps, model, start
+    `npu_per_pal` is NPU timer ticks per PAL tick (npu_clock_mhz / clock_mhz).
+    """
+
+    def __init__(self, steps: list[dict], model: cm.CostModel, start: int, npu_per_pal: float = 1.0) -> None:
+        self.steps, self.model, self.t, self.npu_per_pal = steps, model, start, npu_per_pal
         self.stats: dict[tuple[int, int], dict[str, list]] = {}
 
     def _note(self, step: dict, key: str, value: int) -> None:
@@ -146,6 +153,7 @@ class _Timeline:
         events += [_profile(step["name"], native_start, native_end, **loc),
                    _profile("OPERATOR_CALL", op_start, self.t, **loc)]
         self._note(step, "ticks", native_end - native_start)
+        self._note(step, "dispatch", (self.t - op_start) - (native_end - native_start))
 
     def _neutron(self, step: dict, events: list[fb.Event]) -> None:
         loc = {"chain": step["chain"], "instr": step["instruction_id"]}
@@ -153,11 +161,14 @@ class _Timeline:
         pal_before = call_start + self.model.fixed(cm.CPU_DELEGATE_ENTER_CYCLES)
         slots = [KernelSlot(k["function_code"], self.model.npu_compute(_size(k)), self.model.npu_fetch(_size(k)))
                  for k in step["kernels"]]
+        pal_launch = pal_before + self.model.fixed(cm.CPU_DRIVER_LAUNCH_CYCLES)
+        npu_launch = round(pal_launch * self.npu_per_pal)  # the NPU timer runs in step with the PAL counter
         records, last_stop = layout_delegate_call(
-            slots, pal_before + self.model.fixed(cm.CPU_DRIVER_LAUNCH_CYCLES),
+            slots, npu_launch,
             setup_ticks=self.model.fixed(cm.NPU_GRAPH_SETUP_CYCLES), sync_ticks=self.model.fixed(cm.NPU_SYNC_CYCLES),
             gap_ticks=cm.NPU_RECORD_GAP_CYCLES)
-        pal_after = last_stop + self.model.fixed(cm.NPU_DUMP_CYCLES_PER_RECORD * len(records))
+        npu_run_in_pal = math.ceil((last_stop - npu_launch) / self.npu_per_pal)
+        pal_after = pal_launch + npu_run_in_pal + self.model.fixed(cm.NPU_DUMP_CYCLES_PER_RECORD * len(records))
         self.t = pal_after + self.model.fixed(cm.CPU_DELEGATE_EXIT_CYCLES)
         for ev in events_from_records(records, pal_before, pal_after):
             events.append(_profile(None, ev.start_time, ev.end_time, delegate_id=ev.delegate_debug_id,
@@ -229,9 +240,11 @@ def serialize_etdump(etdump: fb.ETDumpFlatCC) -> bytes:
 
 def synthesize_neutron_etdump(
     pte: Path | str | bytes, etrecord: Any = None, *, iterations: int = 1, clock_mhz: float = 324.0,
-    seed: int = 0, jitter: float = 0.0,
+    npu_clock_mhz: float | None = None, seed: int = 0, jitter: float = 0.0,
 ) -> tuple[bytes, dict]:
     """Return (size-prefixed ETDump bytes, simulation dict for simulation.json).
+
+    `npu_clock_mhz` is the Neutron timer's rate (default: the core clock, `clock_mhz`).
 
     `etrecord` (path or ETRecord) is optional; when given it must belong to `pte` (AnalysisError otherwise).
     Same arguments -> same bytes.  With jitter > 0 each iteration draws new costs from `seed`.
@@ -244,17 +257,18 @@ def synthesize_neutron_etdump(
         _check_etrecord(etrecord, steps, where)
     model = cm.CostModel(seed=seed, jitter=jitter)
     load_block, t = _load_block(sum(len(c.instructions) for c in plan.chains), model, int(clock_mhz * 1000 * BOOT_MS))
-    timeline = _Timeline(steps, model, t + cm.CPU_ITERATION_GAP_CYCLES)
+    npu_clock_mhz = float(npu_clock_mhz or clock_mhz)
+    timeline = _Timeline(steps, model, t + cm.CPU_ITERATION_GAP_CYCLES, npu_clock_mhz / clock_mhz)
     runs, durations = [load_block], []
     for _ in range(iterations):
         run, duration = timeline.iteration()
         runs.append(run)
         durations.append(duration)
-    if timeline.t > U32_MASK:
+    if max(timeline.t, timeline.t * timeline.npu_per_pal) > U32_MASK:
         raise ValueError(f"{iterations} iterations exceed the 32-bit Neutron timer ({timeline.t} ticks); use fewer")
     etdump = serialize_etdump(fb.ETDumpFlatCC(version=0, run_data=runs))
-    return etdump, _simulation(steps, timeline.stats, durations, clock_mhz=clock_mhz, seed=seed,
-                               jitter=jitter, iterations=iterations)
+    return etdump, _simulation(steps, timeline.stats, durations, clock_mhz=clock_mhz,
+                               npu_clock_mhz=npu_clock_mhz, seed=seed, jitter=jitter, iterations=iterations)
 
 
 def _simulation(steps: list[dict], stats: dict, durations: list[int], **params: Any) -> dict:
@@ -264,7 +278,8 @@ def _simulation(steps: list[dict], stats: dict, durations: list[int], **params: 
         st = stats[(step["chain"], step["instruction_id"])]
         if step["kind"] == "cpu":
             cpu_ops.append({"instruction_id": step["instruction_id"], "name": step["name"], "op": step["op"],
-                            "macs": step["size"].macs, "elements": step["size"].elements, "ticks": st["ticks"]})
+                            "macs": step["size"].macs, "elements": step["size"].elements, "ticks": st["ticks"],
+                            "dispatch_ticks": st["dispatch"]})
             continue
         kernels = [{**k, "ticks": st[f"event_{k['index']}"], "compute_ticks": st[f"compute_{i}"],
                     "fetch_ticks": st[f"fetch_{i}"]} for i, k in enumerate(step["kernels"])]
@@ -273,5 +288,5 @@ def _simulation(steps: list[dict], stats: dict, durations: list[int], **params: 
                           "profiling_dump": {"index": n, "function_code": 0, "ticks": st[f"event_{n}"]},
                           "delegate_call_ticks": st["ticks"], "records_per_call": st["records"][0]})
     return {"format": SIMULATION_FORMAT, "simulated": True, "backend": BACKEND_ID, **params,
-            "time_unit": "ticks = board clock cycles at clock_mhz", "method_execute_ticks": durations,
+            "time_unit": "ticks: CPU events at clock_mhz, Neutron events (kernels, dump) at npu_clock_mhz", "method_execute_ticks": durations,
             "delegates": delegates, "cpu_ops": cpu_ops, "cost_model": cm.constants()}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hil.analysis.profile import TimeScale
+from hil.analysis.timescale import TimeScale, board_time_scale
 from hil.aot.export import CompiledModel, load_inputs
 from hil.buffers.console import ConsoleScript, PoolUsage, render_console
 from hil.errors import AnalysisError
@@ -51,23 +51,30 @@ def method_execute_ticks(etdump: bytes) -> list[int]:
 
 
 def simulated_buffer(
-    compiled: CompiledModel, *, iterations: int, clock_mhz: float, seed: int = 0, jitter: float = 0.0
+    compiled: CompiledModel, *, iterations: int, clock_mhz: float, seed: int = 0, jitter: float = 0.0,
+    npu_clock_mhz: float | None = None,
 ) -> SimulatedBuffer:
-    """Make the ETDump for `compiled` and the console that a board running it would print."""
+    """Make the ETDump for `compiled` and the console that a board running it would print.
+
+    `npu_clock_mhz` is the simulated Neutron timer's rate (default: the core clock).
+    """
     pte = compiled.pte_path.read_bytes()
     if compiled.delegated:
         from hil.buffers.neutron_etdump import synthesize_neutron_etdump
 
         etdump, simulation = synthesize_neutron_etdump(
-            compiled.pte_path, compiled.etrecord_path, iterations=iterations, clock_mhz=clock_mhz, seed=seed, jitter=jitter
+            compiled.pte_path, compiled.etrecord_path, iterations=iterations, clock_mhz=clock_mhz,
+            npu_clock_mhz=npu_clock_mhz, seed=seed, jitter=jitter,
         )
-        time_scale, source = TimeScale.core_cycles(clock_mhz), "neutron-sim"
+        time_scale = board_time_scale("qemu", clock_mhz, neutron=True, npu_clock_mhz=simulation["npu_clock_mhz"])
+        source = "neutron-sim"
         method_ticks = simulation["method_execute_ticks"]  # what the synthesizer wrote: no need to decode it
     else:
         from hil.buffers.host_runtime import host_etdump
 
         etdump = host_etdump(pte, load_inputs(compiled), iterations)
-        simulation, time_scale, source = None, TimeScale.nanoseconds(), "host-runtime"
+        simulation, source = None, "host-runtime"
+        time_scale = board_time_scale("qemu", clock_mhz, neutron=False)
         method_ticks = method_execute_ticks(etdump)
     times_us = [ticks / time_scale.ticks_per_us for ticks in method_ticks]
     planned = read_program(pte).planned_buffer_sizes

@@ -11,28 +11,33 @@ import json
 import sys
 from pathlib import Path
 
-from hil.regress.compare import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
+from hil.regress.compare import DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from hil.regress.compare import comparison_to_dict, compare_profiles, format_comparison
+    from hil.errors import AnalysisError
+    from hil.regress.compare import compare_runs, comparison_to_dict, format_comparison
     from hil.regress.runs import load_run
     from hil.regress.stats import drop_warmup
 
-    before, after = load_run(args.a), load_run(args.b)
-    mismatch = _different_programs(before.profile, after.profile)
-    if mismatch:
-        print(f"hil compare: {mismatch}; a comparison would say nothing (compare runs of one model on one board)",
-              file=sys.stderr)
-        return 2
-    comparison = compare_profiles(
-        drop_warmup(before.profile, args.warmup), drop_warmup(after.profile, args.warmup),
-        tolerance=args.tolerance, noise_k=args.noise_k, min_delta_us=args.min_delta_us,
+    if len(args.runs) < 2:
+        raise AnalysisError("give at least two runs: the baseline run(s), then the run to judge")
+    *before, after = [load_run(path) for path in args.runs]
+    for earlier in before:
+        mismatch = _different_programs(earlier.profile, after.profile)
+        if mismatch:
+            print(f"hil compare: {mismatch}; a comparison would say nothing (compare runs of one model on one board)",
+                  file=sys.stderr)
+            return 2
+    comparison = compare_runs(
+        [drop_warmup(run.profile, args.warmup) for run in before], [drop_warmup(after.profile, args.warmup)],
+        tolerance=args.tolerance, noise_k=args.noise_k, min_delta_us=args.min_delta_us, min_share=args.min_share,
+        alpha=args.alpha,
     )
     if args.json:
         print(json.dumps(comparison_to_dict(comparison), indent=2))
     else:
-        print(f"A: {before.label}\nB: {after.label}")
+        print("A: " + ", ".join(run.label for run in before) + f"\nB: {after.label}")
         print(format_comparison(comparison, limit=args.limit))
     return 1 if comparison.has_regression else 0
 
@@ -78,14 +83,18 @@ def _add_judging_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--noise-k", type=float, default=DEFAULT_NOISE_K, metavar="K",
                         help="sigmas of combined run noise a change must exceed (default 3)")
     parser.add_argument("--min-delta-us", type=float, default=0.0, metavar="US", help="absolute change below which nothing is judged")
+    parser.add_argument("--min-share", type=float, default=DEFAULT_MIN_SHARE, metavar="F",
+                        help="minimum effect: share of Method::execute a change must add (default 0.001)")
+    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, metavar="P",
+                        help="p-value of the rank test at or below which a slowdown counts (3+ baseline runs; default 0.1)")
     parser.add_argument("--warmup", type=int, default=0, metavar="W", help="drop the first W iterations of each run first")
 
 
 def add_regression_commands(sub: argparse._SubParsersAction) -> None:
     """Register the regression sub-commands on the `hil` parser."""
-    compare = sub.add_parser("compare", help="compare two runs (folders or profile.json); exit 1 on regression")
-    compare.add_argument("a", type=Path, metavar="RUN_A", help="the reference run: folder, profile.json or baseline JSON")
-    compare.add_argument("b", type=Path, metavar="RUN_B", help="the run to judge")
+    compare = sub.add_parser("compare", help="judge a run against baseline run(s) (folders or profile.json); exit 1 on regression")
+    compare.add_argument("runs", type=Path, nargs="+", metavar="RUN",
+                         help="the baseline run(s) (folder, profile.json or baseline JSON), then the run to judge")
     _add_judging_options(compare)
     compare.add_argument("--limit", type=int, default=10, metavar="N", help="rows of each table (default 10)")
     compare.add_argument("--json", action="store_true", help="print every event's verdict as JSON")

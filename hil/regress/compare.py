@@ -1,30 +1,55 @@
-"""Baseline comparison: which events got slower than both the tolerance and the noise allow.
+"""Baseline comparison: which events got slower than the tolerance, the noise and chance allow.
 
-The rule (one event, p50 of each run, MAD of each run):
+Judged across runs, not only inside one, because run-to-run shifts on a loaded machine are invisible
+inside a run. The baseline is K earlier runs of the same program (the history database keeps them;
+a baseline file is one run), the new side is the run plus any confirmation re-runs. Per event, with
+B = the baseline runs' p50s and X = the new runs' p50s:
 
-    delta    = now_p50 - baseline_p50
-    noise    = noise_k * MAD_TO_SIGMA * sqrt(mad_baseline^2 + mad_now^2)
-    regressed  when delta >  tolerance * baseline_p50  and  delta >  noise  and  delta > min_delta_us
-    improved   when -delta meets the same three limits
+    delta    = median(X) - median(B)
+    limit    = max(tolerance x median(B), min_share x Method::execute, min_delta_us, noise)
+    noise    = noise_k x 1.4826 x MAD(B)              (K >= 3: the spread between runs)
+             = noise_k x 1.4826 x hypot(MAD_b, MAD_now) (K < 3: only the spread inside each run is known)
+    regressed  when delta > limit  and (K >= 3) the one-sided Mann-Whitney U p-value of X above B <= alpha
+    improved   when -delta > limit
 
-The noise term is the spread of the difference of two runs (in sigmas, from their MADs), times
-`noise_k` (default 3). It is deliberately not divided by sqrt(iterations): run-to-run variation
-on a board (temperature, clock settling, a different flash) is not seen inside one run, so the
-within-run spread is taken as the per-run uncertainty. A quiet board is therefore judged by the
-tolerance, a noisy one by its noise, and neither cries wolf.
+`min_share` is the minimum effect size that matters: an event must add at least that share of the
+whole inference (0.1%), so a 1 us operator doubling is not a regression of a 28 ms model. With one new
+run against K baseline runs the smallest p-value is 1/(K+1): a lone run must be slower than every
+baseline run; confirmation re-runs (`--hil-confirm N`) give the test more power before a suspected
+regression fails.
+
+Timestamps from the host runtime (nanoseconds on a shared machine) also carry machine load: another
+job on the same cores slows every large operator of a run alike. Such runs are told apart from a
+program change by their overall shift (the median ratio of the large events to the baseline): baseline
+runs outside the fastest cluster are left out of the baseline, and a new run shifted by more than 20%
+is "not judged: machine load" (re-run it). Board clocks (RT700, the simulated Neutron board) carry no
+machine load, so there every change is judged.
+
+An event measured in one iteration only has no spread: it is "unjudged" (n = 1 cannot judge).
+Regressions are listed by the time they add per inference, largest first: what to look at first.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from hil.regress.identity import UNJUDGED_KINDS, display_name, keyed_events, op_types_text
-from hil.regress.stats import MAD_TO_SIGMA, event_spread
+from hil.regress.stats import (DISTURBED_SHIFT, MAD_TO_SIGMA, event_spread, median, rank_p_value, run_shift,
+                               spread, undisturbed)
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_NOISE_K = 3.0
+DEFAULT_MIN_SHARE = 0.001
+DEFAULT_ALPHA = 0.1
+# Fewer iterations than this cannot show a run's own spread.
+MIN_ITERATIONS = 5
+# Fewer baseline runs than this: no spread between runs can be estimated.
+MIN_BASELINE_RUNS = 3
+_METHOD_KEY = "method:Method::execute#0"
+
 
 def parse_tolerance(text: str) -> float:
     """`5`, `5%` or `0.05` -> 0.05: a tolerance is given as people say it (numbers >= 1 are percent)."""
@@ -33,6 +58,7 @@ def parse_tolerance(text: str) -> float:
 
 
 REGRESSION, IMPROVEMENT, UNCHANGED, ADDED, REMOVED = "regression", "improvement", "unchanged", "added", "removed"
+UNJUDGED = "unjudged"
 
 
 @dataclass
@@ -47,12 +73,19 @@ class EventDelta:
     now_us: float | None
     noise_us: float
     verdict: str
+    p_value: float | None = None
 
     @property
     def change_pct(self) -> float | None:
         if not self.baseline_us or self.now_us is None:
             return None
         return 100.0 * (self.now_us - self.baseline_us) / self.baseline_us
+
+    @property
+    def delta_us(self) -> float:
+        if self.baseline_us is None or self.now_us is None:
+            return 0.0
+        return self.now_us - self.baseline_us
 
 
 @dataclass
@@ -64,27 +97,40 @@ class Comparison:
     noise_k: float = DEFAULT_NOISE_K
     min_delta_us: float = 0.0
     notes: list[str] = field(default_factory=list)
+    baseline_runs: int = 1
+    now_runs: int = 1
+    disturbed: bool = False
 
     def _by(self, verdict: str) -> list[EventDelta]:
         return [d for d in self.deltas if d.verdict == verdict]
 
     @property
     def regressions(self) -> list[EventDelta]:
-        """Worst (largest relative slowdown) first."""
-        return sorted(self._by(REGRESSION), key=lambda d: -(d.change_pct or 0.0))
+        """Largest time added per inference first."""
+        return sorted(self._by(REGRESSION), key=lambda d: -d.delta_us)
 
     @property
     def improvements(self) -> list[EventDelta]:
-        return sorted(self._by(IMPROVEMENT), key=lambda d: d.change_pct or 0.0)
+        return sorted(self._by(IMPROVEMENT), key=lambda d: d.delta_us)
 
     @property
     def has_regression(self) -> bool:
         return any(d.verdict == REGRESSION for d in self.deltas)
 
+    @property
+    def suspects(self) -> list[EventDelta]:
+        """Events slower than every limit but not (yet) significantly: too few runs to tell."""
+        return [d for d in self.deltas if d.verdict == UNCHANGED and d.p_value is not None]
+
+    @property
+    def needs_confirmation(self) -> bool:
+        """A regression, a suspect, or a run too disturbed to judge: what confirmation re-runs settle."""
+        return self.has_regression or self.disturbed or bool(self.suspects)
+
 
 def judge(base_p50: float, base_mad: float, now_p50: float, now_mad: float, *, tolerance: float, noise_k: float,
           min_delta_us: float = 0.0) -> tuple[str, float]:
-    """Verdict and noise (us) for one event; see the module docstring for the rule."""
+    """Verdict and noise (us) for one event from one run on each side (the within-run rule)."""
     noise = noise_k * MAD_TO_SIGMA * math.hypot(base_mad, now_mad)
     delta = now_p50 - base_p50
     limit = max(tolerance * base_p50, noise, min_delta_us)
@@ -95,44 +141,147 @@ def judge(base_p50: float, base_mad: float, now_p50: float, now_mad: float, *, t
     return UNCHANGED, noise
 
 
-def compare_profiles(
-    baseline: dict[str, Any],
-    current: dict[str, Any],
+@dataclass(frozen=True)
+class _Sample:
+    """One event in one run: p50, MAD and iterations."""
+
+    p50: float
+    mad: float
+    n: int
+
+
+def _samples(profile: Mapping[str, Any]) -> dict[str, _Sample]:
+    out = {}
+    for key, event in keyed_events(profile.get("events", [])).items():
+        p50, mad = event_spread(dict(event))
+        out[key] = _Sample(p50, mad, len(event.get("times_us") or []) or int(event.get("n") or 0))
+    return out
+
+
+def host_timed(profile: Mapping[str, Any]) -> bool:
+    """Nanosecond timestamps written by the host runtime: times that machine load reaches."""
+    scale = profile.get("time_scale") or {}
+    return scale.get("ticks_per_us") == 1000.0 and not scale.get("follows_clock")
+
+
+def compare_runs(
+    baselines: Sequence[Mapping[str, Any]],
+    nows: Sequence[Mapping[str, Any]],
     *,
     tolerance: float = DEFAULT_TOLERANCE,
     noise_k: float = DEFAULT_NOISE_K,
     min_delta_us: float = 0.0,
+    min_share: float = DEFAULT_MIN_SHARE,
+    alpha: float = DEFAULT_ALPHA,
 ) -> Comparison:
-    """Compare every event of `current` with the same event of `baseline`."""
-    before, after = keyed_events(baseline.get("events", [])), keyed_events(current.get("events", []))
-    deltas: list[EventDelta] = []
+    """Judge the runs `nows` (a run and its confirmation re-runs) against the baseline runs `baselines`."""
+    if not baselines or not nows:
+        raise ValueError("compare_runs needs at least one baseline run and one new run")
+    base, now = [_samples(p) for p in baselines], [_samples(p) for p in nows]
+    notes = _describe(baselines, nows)
+    disturbed = False
+    if len(base) >= MIN_BASELINE_RUNS and all(host_timed(p) for p in [*baselines, *nows]):
+        base, now, shifted = _drop_disturbed(base, now, notes)
+        disturbed = not now
+        now = now or shifted
+    first_now, first_base = nows[0], baselines[0]
+    before, after = keyed_events(first_base.get("events", [])), keyed_events(first_now.get("events", []))
+    whole = median([r[_METHOD_KEY].p50 for r in base if _METHOD_KEY in r]) if any(_METHOD_KEY in r for r in base) else 0.0
+    limits = _Limits(tolerance, noise_k, min_delta_us, min_share * whole, alpha)
+    deltas = []
     for key in list(after) + [k for k in before if k not in after]:
         event = after.get(key) or before[key]
-        kind, name = str(event.get("kind")), display_name(event)
-        types = op_types_text(event)
+        kind, name, types = str(event.get("kind")), display_name(event), op_types_text(event)
         if key not in before or key not in after:
-            verdict = ADDED if key not in before else REMOVED
             value = event_spread(dict(event))[0]
+            verdict = ADDED if key not in before else REMOVED
             base_v, now_v = (None, value) if verdict == ADDED else (value, None)
             deltas.append(EventDelta(key, kind, name, types, base_v, now_v, 0.0, verdict))
             continue
-        base_p50, base_mad = event_spread(dict(before[key]))
-        now_p50, now_mad = event_spread(dict(after[key]))
-        if kind in UNJUDGED_KINDS:
-            verdict, noise = UNCHANGED, noise_k * MAD_TO_SIGMA * math.hypot(base_mad, now_mad)
-        else:
-            verdict, noise = judge(base_p50, base_mad, now_p50, now_mad, tolerance=tolerance, noise_k=noise_k,
-                                   min_delta_us=min_delta_us)
-        deltas.append(EventDelta(key, kind, name, types, base_p50, now_p50, noise, verdict))
-    notes = []
-    for side, prof in (("baseline", baseline), ("now", current)):
-        notes.append(f"{side}: board {prof.get('board')}, model {prof.get('model')}, {prof.get('iterations')} iterations")
-    if baseline.get("board") != current.get("board"):
-        notes.append(f"warning: boards differ ({baseline.get('board')} vs {current.get('board')})")
+        b = [r[key] for r in base if key in r]
+        x = [r[key] for r in now if key in r]
+        verdict, noise, p_value = _verdict(kind, b, x, limits, disturbed)
+        deltas.append(EventDelta(key, kind, name, types, median([s.p50 for s in b]), median([s.p50 for s in x]),
+                                 noise, verdict, p_value))
     added, removed = sum(d.verdict == ADDED for d in deltas), sum(d.verdict == REMOVED for d in deltas)
     if added or removed:
         notes.append(f"program structure changed: {added} event(s) added, {removed} removed (not judged)")
-    return Comparison(deltas, tolerance, noise_k, min_delta_us, notes)
+    if any(d.verdict == UNJUDGED for d in deltas) and not disturbed:
+        notes.append("warning: events measured in 1 iteration cannot be judged (n = 1); run more iterations")
+    return Comparison(deltas, tolerance, noise_k, min_delta_us, notes, len(base), len(now), disturbed)
+
+
+@dataclass(frozen=True)
+class _Limits:
+    tolerance: float
+    noise_k: float
+    min_delta_us: float
+    min_effect_us: float
+    alpha: float
+
+
+def _verdict(kind: str, b: list[_Sample], x: list[_Sample], limits: _Limits,
+             disturbed: bool) -> tuple[str, float, float | None]:
+    """Verdict, noise (us) and rank p-value of one event (see the module docstring)."""
+    b50, x50 = [s.p50 for s in b], [s.p50 for s in x]
+    across = len(b) >= MIN_BASELINE_RUNS
+    if across:
+        noise = limits.noise_k * spread(b50)
+    else:
+        noise = limits.noise_k * MAD_TO_SIGMA * math.hypot(median([s.mad for s in b]), median([s.mad for s in x]))
+    if disturbed or min(s.n for s in [*b, *x]) == 1:
+        return UNJUDGED, noise, None
+    if kind in UNJUDGED_KINDS:
+        return UNCHANGED, noise, None
+    center, delta = median(b50), median(x50) - median(b50)
+    limit = max(limits.tolerance * center, limits.min_effect_us, limits.min_delta_us, noise)
+    if delta > limit:
+        p_value = rank_p_value(x50, b50) if across else None
+        return (REGRESSION if p_value is None or p_value <= limits.alpha else UNCHANGED), noise, p_value
+    if -delta > limit:
+        return IMPROVEMENT, noise, None
+    return UNCHANGED, noise, None
+
+
+def _drop_disturbed(base: list[dict[str, _Sample]], now: list[dict[str, _Sample]],
+                    notes: list[str]) -> tuple[list[dict[str, _Sample]], list[dict[str, _Sample]], list[dict[str, _Sample]]]:
+    """Leave out baseline runs outside the quiet cluster and new runs slowed down as a whole (machine load)."""
+    as_p50 = lambda runs: [{k: s.p50 for k, s in r.items()} for r in runs]  # noqa: E731
+    keep, _ = undisturbed(as_p50(base), _METHOD_KEY)
+    if len(keep) < len(base):
+        notes.append(f"{len(base) - len(keep)} of {len(base)} baseline run(s) left out: slowed as a whole (machine load)")
+    base = [base[i] for i in keep]
+    centers = {k: median([r[k].p50 for r in base if k in r]) for k in base[0]}
+    shifts = [run_shift(r, centers, _METHOD_KEY) for r in as_p50(now)]
+    kept = [r for r, s in zip(now, shifts) if s <= 1 + DISTURBED_SHIFT]
+    if len(kept) < len(now):
+        worst = max(shifts)
+        notes.append(f"{len(now) - len(kept)} of {len(now)} new run(s) slowed as a whole (x{worst:.2f} over every large "
+                     f"event): machine load, not the program" + ("; not judged: re-run (--hil-confirm N)" if not kept else ""))
+    return base, kept, now
+
+
+def _describe(baselines: Sequence[Mapping[str, Any]], nows: Sequence[Mapping[str, Any]]) -> list[str]:
+    first_base, first_now = baselines[0], nows[0]
+    notes = [f"baseline: {len(baselines)} run(s), board {first_base.get('board')}, model {first_base.get('model')}, "
+             f"{first_base.get('iterations')} iterations",
+             f"now: {len(nows)} run(s), board {first_now.get('board')}, model {first_now.get('model')}, "
+             f"{first_now.get('iterations')} iterations"]
+    if first_base.get("board") != first_now.get("board"):
+        notes.append(f"warning: boards differ ({first_base.get('board')} vs {first_now.get('board')})")
+    if len(baselines) < MIN_BASELINE_RUNS:
+        notes.append(f"baseline of {len(baselines)} run(s): judged by the spread inside each run only "
+                     f"(keep {MIN_BASELINE_RUNS}+ runs in the history to judge across runs)")
+    few = sorted({int(p.get("iterations") or 0) for p in [*baselines, *nows] if int(p.get("iterations") or 0) < MIN_ITERATIONS})
+    if few:
+        notes.append(f"warning: run(s) with {', '.join(map(str, few))} iteration(s): fewer than {MIN_ITERATIONS} "
+                     "cannot show a run's spread")
+    return notes
+
+
+def compare_profiles(baseline: Mapping[str, Any], current: Mapping[str, Any], **limits: Any) -> Comparison:
+    """Compare one run with one baseline run (see `compare_runs`)."""
+    return compare_runs([baseline], [current], **limits)
 
 
 def _fmt_us(value: float | None) -> str:
@@ -140,10 +289,11 @@ def _fmt_us(value: float | None) -> str:
 
 
 def _rows_table(title: str, rows: list[EventDelta]) -> list[str]:
-    headers = ("event", "kind", "op types", "baseline us", "now us", "change %", "noise us")
+    headers = ("event", "kind", "op types", "baseline us", "now us", "change %", "added us", "noise us", "p")
     cells = [
         (d.name, d.kind, d.op_types, _fmt_us(d.baseline_us), _fmt_us(d.now_us),
-         "-" if d.change_pct is None else f"{d.change_pct:+.1f}", f"{d.noise_us:.1f}")
+         "-" if d.change_pct is None else f"{d.change_pct:+.1f}", f"{d.delta_us:+.1f}", f"{d.noise_us:.1f}",
+         "-" if d.p_value is None else f"{d.p_value:.3f}")
         for d in rows
     ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
@@ -172,10 +322,14 @@ def comparison_to_dict(comparison: Comparison) -> dict[str, Any]:
         "tolerance": comparison.tolerance,
         "noise_k": comparison.noise_k,
         "has_regression": comparison.has_regression,
+        "disturbed": comparison.disturbed,
+        "baseline_runs": comparison.baseline_runs,
+        "now_runs": comparison.now_runs,
         "notes": comparison.notes,
         "events": [
             {"key": d.key, "kind": d.kind, "name": d.name, "op_types": d.op_types, "baseline_us": d.baseline_us,
-             "now_us": d.now_us, "change_pct": d.change_pct, "noise_us": d.noise_us, "verdict": d.verdict}
+             "now_us": d.now_us, "change_pct": d.change_pct, "noise_us": d.noise_us, "verdict": d.verdict,
+             "p_value": d.p_value}
             for d in comparison.deltas
         ],
     }

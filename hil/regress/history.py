@@ -90,6 +90,9 @@ def _setup_lock(path: Path) -> Iterator[None]:
 def _create(conn: sqlite3.Connection) -> None:
     for statement in filter(str.strip, _SCHEMA.split(";")):
         conn.execute(statement)
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+    if "time_scale" not in columns:  # databases written before runs recorded their clock
+        conn.execute("ALTER TABLE runs ADD COLUMN time_scale TEXT")
 
 
 @contextmanager
@@ -147,6 +150,7 @@ def record_run(
         "passed": int(bool(passed)),
         "artifacts": None if artifacts is None else str(artifacts),
         "comparison": None if comparison is None else json.dumps(comparison),
+        "time_scale": json.dumps(profile.get("time_scale") or {}, sort_keys=True),
     }
     event_rows = []
     for seq, (key, event) in enumerate(keyed_events(profile.get("events", [])).items()):
@@ -184,7 +188,7 @@ def read_runs(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """Every run, oldest first, with JSON columns decoded."""
     rows = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY time, id")]
     for row in rows:
-        for col in ("versions", "totals", "memory"):
+        for col in ("versions", "totals", "memory", "time_scale"):
             row[col] = json.loads(row[col]) if row.get(col) else {}
         row["comparison"] = json.loads(row["comparison"]) if row.get("comparison") else None
     return rows
@@ -211,4 +215,23 @@ def profile_from_history(run: dict[str, Any], events: list[dict[str, Any]]) -> d
         "totals_us": run.get("totals") or {},
         "npu_fraction": run.get("npu_fraction"),
         "memory": run.get("memory") or {},
+        "time_scale": run.get("time_scale") or {},
     }
+
+
+def recent_runs(path: Path, series: str, board: str, limit: int) -> list[dict[str, Any]]:
+    """The last `limit` passed runs of one program on one board, oldest first, as profiles: a baseline
+    made of several runs, so a comparison can see how much runs differ from each other."""
+    if not Path(path).is_file() or limit <= 0:
+        return []
+    conn = open_existing(path)
+    try:
+        rows = [dict(r) for r in conn.execute(
+            "SELECT * FROM runs WHERE model = ? AND board = ? AND passed = 1 ORDER BY time DESC, id DESC LIMIT ?",
+            (series, board, limit))]
+        for row in rows:
+            for col in ("versions", "totals", "memory", "time_scale"):
+                row[col] = json.loads(row[col]) if row.get(col) else {}
+        return [profile_from_history(row, read_events(conn, row["id"])) for row in reversed(rows)]
+    finally:
+        conn.close()

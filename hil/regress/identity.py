@@ -16,19 +16,22 @@ from typing import Any
 UNJUDGED_KINDS = frozenset({"profiling_dump"})
 
 
-def event_key(kind: str, name: str, occurrence: int) -> str:
-    return f"{kind}:{name}#{occurrence}"
+def event_key(kind: str, name: str, occurrence: int, method: str = "forward") -> str:
+    """`kind:name#occurrence`, prefixed by the method when it is not `forward`."""
+    key = f"{kind}:{name}#{occurrence}"
+    return key if method == "forward" else f"{method}/{key}"
 
 
 def keyed_events(events: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
     """Map each event's stable key to the event, in program order."""
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str, str], int] = {}
     keyed: dict[str, Mapping[str, Any]] = {}
     for event in events:
         kind, name = str(event.get("kind", "")), str(event.get("name", ""))
-        occurrence = seen.get((kind, name), 0)
-        seen[(kind, name)] = occurrence + 1
-        keyed[event_key(kind, name, occurrence)] = event
+        method = str(event.get("method") or "forward")
+        occurrence = seen.get((method, kind, name), 0)
+        seen[(method, kind, name)] = occurrence + 1
+        keyed[event_key(kind, name, occurrence, method)] = event
     return keyed
 
 
@@ -43,6 +46,8 @@ def display_name(event: Mapping[str, Any]) -> str:
     name = str(event.get("name", "?"))
     if event.get("kind") == "npu_kernel":
         return f"npu kernel {name}"
+    if event.get("kind") == "delegate_op":
+        return f"{event.get('delegate_backend_name') or 'delegate'} {name}"
     return name
 
 

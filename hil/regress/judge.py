@@ -7,6 +7,7 @@ callback later.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,8 @@ from hil.manifest import describe_files
 from hil.regress import history
 from hil.regress.baseline import find_baseline, write_baseline
 from hil.regress.budgets import Budget, check_budget, format_violations, load_file_budget, merge_budgets
-from hil.regress.compare import (DEFAULT_NOISE_K, DEFAULT_TOLERANCE, Comparison, compare_profiles,
-                                 comparison_to_dict, format_comparison)
+from hil.regress.compare import (DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_K, DEFAULT_TOLERANCE,
+                                 MIN_BASELINE_RUNS, Comparison, compare_runs, comparison_to_dict, format_comparison)
 from hil.regress.identity import series_name
 from hil.regress.runs import LoadedRun, load_run, read_manifest
 from hil.regress.stats import drop_warmup
@@ -39,6 +40,14 @@ class JudgeOptions:
     history: Path | None = None
     budgets: Path | None = None  # a budgets TOML file, or a folder of <board>.toml
     probe_id: str | None = None
+    confirm: int = 0  # re-runs before a suspected regression fails
+    baseline_runs: int = 10  # earlier runs from the history that make the baseline
+    min_share: float = DEFAULT_MIN_SHARE
+    alpha: float = DEFAULT_ALPHA
+
+
+# Makes the n-th confirmation re-run of a run and returns its run folder.
+Rerun = Callable[[int], Path]
 
 
 @dataclass
@@ -75,7 +84,7 @@ def _load(folder: Path) -> tuple[LoadedRun | None, dict[str, Any]]:
 
 
 def judge_run(folder: Path, options: JudgeOptions, *, marker_budget: Budget | None, test_passed: bool,
-              test_id: str | None = None) -> Verdict:
+              test_id: str | None = None, rerun: Rerun | None = None) -> Verdict:
     """Check one run folder against budgets and baseline, then record it; never raises for a bad run."""
     folder = Path(folder)
     run, manifest = _load(folder)
@@ -95,7 +104,7 @@ def judge_run(folder: Path, options: JudgeOptions, *, marker_budget: Budget | No
     except (HilError, OSError) as exc:
         verdict.notes.append(f"trace.json not written: {exc}")
     _check_budget(verdict, options, marker_budget)
-    _check_baseline(verdict, run, options)
+    _check_baseline(verdict, run, options, rerun)
     verdict.properties = junit_properties(profile)
     if options.history:
         history.record_run(
@@ -120,8 +129,19 @@ def _check_budget(verdict: Verdict, options: JudgeOptions, marker_budget: Budget
         verdict.notes.append(f"{profile.get('model')}: budget met ({budget.source})")
 
 
-def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions) -> None:
-    if options.baseline is None:
+def _baselines(options: JudgeOptions, model: str, board: str) -> tuple[list[dict[str, Any]], str]:
+    """The baseline runs and where they came from: the history's last runs of this program when it holds
+    enough of them to show the spread between runs, else the baseline file (one run)."""
+    if options.history:
+        runs = history.recent_runs(options.history, model, board, options.baseline_runs)
+        if len(runs) >= MIN_BASELINE_RUNS:
+            return runs, f"the last {len(runs)} passed run(s) in history {options.history}"
+    found = find_baseline(options.baseline, model) if options.baseline is not None else None
+    return ([found.profile], f"baseline {found.source}") if found is not None else ([], "")
+
+
+def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions, rerun: Rerun | None) -> None:
+    if options.baseline is None:  # comparing is asked for with --hil-baseline; the history then serves it too
         return
     profile = verdict.profile or {}
     model = series_name(profile)
@@ -129,15 +149,24 @@ def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions) -> 
         written = write_baseline(LoadedRun(profile, run.source, run.folder, run.manifest), options.baseline)
         verdict.notes.append(f"{model}: baseline updated: {written}")
         return
-    baseline = find_baseline(options.baseline, model)
-    if baseline is None:
+    baselines, source = _baselines(options, model, str(profile.get("board")))
+    if not baselines:
         verdict.notes.append(f"{model}: no baseline under {options.baseline}; not compared "
                              f"(write one with --hil-baseline-update or `hil baseline update {verdict.folder} --out {options.baseline}`)")
         return
-    comparison = compare_profiles(baseline.profile, profile, tolerance=options.tolerance, noise_k=options.noise_k,
-                                  min_delta_us=options.min_delta_us)
+    limits = dict(tolerance=options.tolerance, noise_k=options.noise_k, min_delta_us=options.min_delta_us,
+                  min_share=options.min_share, alpha=options.alpha)
+    nows = [profile]
+    comparison = compare_runs(baselines, nows, **limits)
+    if comparison.needs_confirmation and options.confirm and rerun is not None:
+        suspected = [d.name for d in comparison.regressions + comparison.suspects] or ["the whole run (machine load?)"]
+        for index in range(1, options.confirm + 1):
+            nows.append(drop_warmup(load_run(rerun(index)).profile, options.warmup))
+        comparison = compare_runs(baselines, nows, **limits)
+        comparison.notes.append(f"suspected: {', '.join(suspected)}; after {options.confirm} confirmation re-run(s): "
+                                + ("confirmed" if comparison.has_regression else "not confirmed, passes"))
     verdict.comparison = comparison
-    text = f"{model} against baseline {baseline.source}:\n{format_comparison(comparison)}"
+    text = f"{model} against {source}:\n{format_comparison(comparison)}"
     if comparison.has_regression:
         verdict.failures.append(f"performance regression: {text}\n  artifacts: {verdict.folder}")
     else:

@@ -46,6 +46,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--hil-history", type=Path, default=None, metavar="DB", help="SQLite database every run is appended to")
     group.addoption("--hil-budgets", type=Path, default=None, metavar="PATH", help="budgets file or folder (default: budgets/<board>.toml)")
     group.addoption("--hil-openmetrics", type=Path, default=None, metavar="FILE", help="write key figures as OpenMetrics text here")
+    group.addoption("--hil-confirm", type=int, default=0, metavar="N",
+                    help="re-run a suspected regression N times and fail only if the re-runs confirm it")
+    group.addoption("--hil-baseline-runs", type=int, default=10, metavar="N",
+                    help="earlier runs from --hil-history that make the baseline (default 10)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -71,6 +75,8 @@ def judge_options(config: pytest.Config) -> JudgeOptions:
         history=config.getoption("hil_history"),
         budgets=Path(budgets),
         probe_id=getattr(config.option, "hil_probe", None),
+        confirm=config.getoption("hil_confirm"),
+        baseline_runs=config.getoption("hil_baseline_runs"),
     )
 
 
@@ -97,6 +103,13 @@ def run_folders(item: pytest.Item, call_start: float) -> list[Path]:
     return list(unique.values())
 
 
+def rerun_of(item: pytest.Item, folder: Path) -> Callable[[int], Path] | None:
+    """How to make a confirmation re-run of a run the `hil_profile` fixture made (None for other runs)."""
+    from hil.plugin import RERUNS
+
+    return item.stash.get(RERUNS, {}).get(str(Path(folder).resolve()))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     report = yield
@@ -116,7 +129,7 @@ def _judge(folder: Path, options: JudgeOptions, item: pytest.Item, report: pytes
     with its message instead of aborting the whole session."""
     try:
         return judge_run(folder, options, marker_budget=marker_budget(item), test_passed=report.passed,
-                         test_id=item.nodeid)
+                         test_id=item.nodeid, rerun=rerun_of(item, folder))
     except HilError as exc:
         return Verdict(folder, None, failures=[f"regression check of {folder} failed: {exc}"])
 

@@ -13,9 +13,9 @@ from hil.report.timeline import Span
 
 LABEL_W = 260
 ROW_H = 18
-LANES = ("method", "delegate_call", "cpu_op", "npu_kernel", "profiling_dump")
+LANES = ("method", "delegate_call", "cpu_op", "npu_kernel", "profiling_dump", "delegate_op")
 LANE_NAMES = {"method": "Method::execute", "delegate_call": "delegate call", "cpu_op": "CPU ops",
-              "npu_kernel": "NPU kernels", "profiling_dump": "profiling dump"}
+              "npu_kernel": "NPU kernels", "profiling_dump": "profiling dump", "delegate_op": "other delegates"}
 
 
 def _css(kind: str) -> str:

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-NPU_KINDS = ("npu_kernel", "profiling_dump")
+# Events that run inside a delegate call: Neutron kernels and dump, any other delegate's operators.
+NPU_KINDS = ("npu_kernel", "profiling_dump", "delegate_op")
 
 
 @dataclass

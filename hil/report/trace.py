@@ -17,10 +17,12 @@ from hil import atomic
 from hil.regress.runs import load_run
 from hil.report.timeline import iteration_length, layout_iteration
 
-TRACKS = {"method": 1, "delegate_call": 2, "cpu_op": 3, "npu_kernel": 4, "profiling_dump": 5, "console": 6}
+TRACKS = {"method": 1, "delegate_call": 2, "cpu_op": 3, "npu_kernel": 4, "profiling_dump": 5, "console": 6,
+          "delegate_op": 7}
 TRACK_NAMES = {
     "method": "Method::execute", "delegate_call": "delegate calls", "cpu_op": "CPU operators",
     "npu_kernel": "NPU kernels", "profiling_dump": "Neutron profiling dump", "console": "console",
+    "delegate_op": "other delegates' operators",
 }
 ITERATION_GAP_US = 10.0
 _INFERENCE = re.compile(r"Inference time:", re.IGNORECASE)

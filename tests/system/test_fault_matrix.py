@@ -239,18 +239,22 @@ def test_a_model_too_large_for_the_board_is_refused_before_flashing(hil, tmp_pat
 
 # --- row 5: parsers that refuse instead of crashing ---------------------------------------------------
 
-def test_inspect_reads_a_run_folder_with_a_garbled_console_and_a_corrupt_manifest(hil, tmp_path):
+def test_inspect_reads_a_garbled_console_and_refuses_a_corrupt_manifest_in_one_line(hil, tmp_path):
     out = tmp_path / "run"
     done, _ = hil(*RUN, "--iterations", "1", "--out", str(out))
     assert done.returncode == 0, done.stderr
     with open(out / "serial.log", "a") as log:
         log.write("Result buf: 0838000000, size: 12\r\nModel Size: 0x1 (" + "9" * 5000 + " B)\r\n")
-    (out / "manifest.json").write_text('{"model": "cif')
-    done, elapsed = hil("inspect", str(out / "trace.etdump"), "--etrecord", str(out / "etrecord.bin"),
-                        "--board-config", str(REPO / "boards" / "qemu.toml"))
+    done, elapsed = hil("inspect", str(out))  # the run folder: its console is read, garbled lines and all
     assert done.returncode == 0 and elapsed < 60, done.stderr
     assert "Method::execute" in done.stdout
+    (out / "manifest.json").write_text('{"model": "cif')
+    done, elapsed = hil("inspect", str(out))
+    assert done.returncode == 2 and elapsed < 60
     assert len(done.stderr.splitlines()) == 1 and "manifest.json: not a readable manifest" in first_line(done)
+    # the bare files beside it need no manifest
+    done, elapsed = hil("inspect", str(out / "trace.etdump"), "--etrecord", str(out / "etrecord.bin"), "--ns")
+    assert done.returncode == 0 and elapsed < 60 and "Method::execute" in done.stdout, done.stderr
 
 
 # --- row 6: read-out you can trust --------------------------------------------------------------------

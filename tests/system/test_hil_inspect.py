@@ -1,4 +1,9 @@
-"""`hil inspect` gives the answer `hil run` gave, from the files alone, and refuses bad files cleanly."""
+"""`hil inspect` gives the answer `hil run` gave, from the files alone; bare files without a clock stay in
+ticks; a board file's clock applies to tick-based dumps only; bad files are refused cleanly.
+
+Independent truths: simulation.json (the ticks the simulated board wrote, per clock) and the raw
+ETDump flatbuffer decoded by ExecuTorch's own deserializer.
+"""
 
 from __future__ import annotations
 
@@ -11,52 +16,93 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-KEYS = ("name", "kind", "op_types", "delegate_debug_id", "metadata", "times_us", "p50_us")
 
-
-@pytest.fixture(scope="module")
-def neutron_run(tmp_path_factory):
-    """One simulated-Neutron run of cifar10 through the real CLI."""
-    out = tmp_path_factory.mktemp("inspect") / "run"
+def _run(out: Path, *extra: str) -> Path:
     done = subprocess.run(
         [sys.executable, "-m", "hil.cli", "run", "--board", "qemu", "--model", "cifar10", "--out", str(out),
-         "--iterations", "3"],
+         "--iterations", "5", *extra],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr
     return out
 
 
-def test_inspect_reproduces_the_run_profile(neutron_run, run_cli):
-    done = run_cli("inspect", str(neutron_run / "trace.etdump"), "--etrecord", str(neutron_run / "etrecord.bin"),
-                   "--board-config", "boards/qemu.toml", "--json")
+@pytest.fixture(scope="module")
+def neutron_run(tmp_path_factory):
+    """One simulated-Neutron run of cifar10 (5 iterations after 1 warm-up) through the real CLI."""
+    return _run(tmp_path_factory.mktemp("inspect") / "run", "--warmup", "1")
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory):
+    """One CPU-only run: the host runtime's nanoseconds."""
+    return _run(tmp_path_factory.mktemp("inspect") / "cpu", "--no-delegate")
+
+
+def _bare(run: Path, tmp_path: Path) -> tuple[str, str, str]:
+    """The dump and ETRecord copied away from the run's console and manifest."""
+    for name in ("trace.etdump", "etrecord.bin"):
+        (tmp_path / name).write_bytes((run / name).read_bytes())
+    return str(tmp_path / "trace.etdump"), "--etrecord", str(tmp_path / "etrecord.bin")
+
+
+def _method_durations(etdump: Path) -> list[int]:
+    from executorch.devtools.etdump.serialize import deserialize_from_etdump_flatcc
+
+    dump = deserialize_from_etdump_flatcc(etdump.read_bytes())
+    return [e.profile_event.end_time - e.profile_event.start_time for run in dump.run_data for e in run.events
+            if e.profile_event and e.profile_event.name == "Method::execute"]
+
+
+def test_inspect_run_dir_reproduces_the_run_profile(neutron_run, run_cli):
+    done = run_cli("inspect", str(neutron_run), "--json")
     assert done.returncode == 0, done.stderr
     again = json.loads(done.stdout)
     original = json.loads((neutron_run / "profile.json").read_text())
-    assert [{k: e.get(k) for k in KEYS} for e in again["events"]] == [
-        {k: e.get(k) for k in KEYS} for e in original["events"]
-    ]
-    assert again["totals_us"] == original["totals_us"]
-    assert again["npu_fraction"] == original["npu_fraction"] > 0
-    assert again["cpu_fallback_ops"] == original["cpu_fallback_ops"]
+    original.pop("harness_steps_s")  # how long the harness took: no file holds it
+    assert again == original
+    simulation = json.loads((neutron_run / "simulation.json").read_text())
+    assert again["time_unit"] == "us" and again["warmup_iterations"] == 1
+    (method,) = [e for e in again["events"] if e["kind"] == "method"]
+    assert method["times_us"] == [round(t / 324, 3) for t in simulation["method_execute_ticks"][1:]]
 
 
-def test_inspect_table_names_kernels_and_fallbacks(neutron_run, run_cli):
-    done = run_cli("inspect", str(neutron_run / "trace.etdump"), "--etrecord", str(neutron_run / "etrecord.bin"),
-                   "--clock-mhz", "324")
+def test_bare_files_without_a_clock_are_reported_in_ticks(neutron_run, run_cli, tmp_path):
+    bare = _bare(neutron_run, tmp_path)
+    done = run_cli("inspect", *bare, "--json")
     assert done.returncode == 0, done.stderr
-    assert "npu_kernel" in done.stdout and "profiling_dump" in done.stdout and "NPU fraction" in done.stdout
+    profile = json.loads(done.stdout)
+    simulation = json.loads((neutron_run / "simulation.json").read_text())
+    assert profile["time_unit"] == "ticks"
+    (method,) = [e for e in profile["events"] if e["kind"] == "method"]
+    assert method["times_us"] == simulation["method_execute_ticks"]
+    table = run_cli("inspect", *bare)
+    assert table.returncode == 0, table.stderr
+    head = table.stdout.splitlines()[:2]
+    assert "times in ticks" in head[0] and "p50 ticks" in head[1] and " us" not in "\n".join(head)
+    assert "Method::execute" in table.stdout and " us " not in table.stdout.split("\n\n")[1].split("NPU fraction")[0]
 
 
-def test_without_a_clock_ticks_are_read_as_nanoseconds(neutron_run, run_cli, tmp_path):
-    for name in ("trace.etdump", "etrecord.bin"):  # away from serial.log, whose clock line would apply
-        (tmp_path / name).write_bytes((neutron_run / name).read_bytes())
-    done = run_cli("inspect", str(tmp_path / "trace.etdump"), "--etrecord", str(tmp_path / "etrecord.bin"), "--json")
+def test_a_board_file_gives_cpu_and_npu_their_own_clocks(neutron_run, run_cli, tmp_path):
+    done = run_cli("inspect", *_bare(neutron_run, tmp_path), "--board-config", "boards/qemu.toml", "--json")
     assert done.returncode == 0, done.stderr
-    in_ns = json.loads(done.stdout)
-    original = json.loads((neutron_run / "profile.json").read_text())
-    ratio = in_ns["totals_us"]["method_execute"] / original["totals_us"]["method_execute"]
-    assert ratio == pytest.approx(324 / 1000, rel=1e-3)
+    profile = json.loads(done.stdout)
+    simulation = json.loads((neutron_run / "simulation.json").read_text())
+    assert (simulation["clock_mhz"], simulation["npu_clock_mhz"]) == (324, 250)
+    kernels = [e for e in profile["events"] if e["kind"] == "npu_kernel"]
+    expected = [k["ticks"] for d in simulation["delegates"] for k in d["kernels"]]
+    assert [e["times_us"] for e in kernels] == [[round(t / 250, 3) for t in ticks] for ticks in expected]
+
+
+def test_a_board_files_clock_never_applies_to_the_host_runtimes_nanoseconds(cpu_run, run_cli, tmp_path):
+    done = run_cli("inspect", *_bare(cpu_run, tmp_path), "--board-config", "boards/qemu.toml", "--json")
+    assert done.returncode == 0, done.stderr
+    (method,) = [e for e in json.loads(done.stdout)["events"] if e["kind"] == "method"]
+    assert method["times_us"] == [round(ns / 1000, 3) for ns in _method_durations(cpu_run / "trace.etdump")]
+    again = json.loads(run_cli("inspect", str(cpu_run), "--json").stdout)
+    original = json.loads((cpu_run / "profile.json").read_text())
+    original.pop("harness_steps_s")
+    assert again == original
 
 
 @pytest.mark.parametrize("damage", ["truncate", "foreign"])

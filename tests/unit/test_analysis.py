@@ -1,9 +1,9 @@
 """ETDump + ETRecord -> profile, with real ExecuTorch: export, host runtime, Inspector.
 
 Two programs are made once per module: a CPU-only one run 3 times by the host runtime (real
-ETDump, nanoseconds), and one lowered to a stand-in NPU backend (a Python BackendDetails
-whose debug-handle map looks like the Neutron backend's) with an ETDump written by hand in
-the RT700 runtime's layout, because no runtime can execute the stand-in's payload.
+ETDump, nanoseconds), and one lowered to the simulated Neutron backend with an ETDump written by
+hand in the RT700 runtime's layout from fixed tick counts, whose totals are worked out by hand in
+the test (no runtime can execute the simulated payload).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import struct
 from pathlib import Path
-from typing import Any, final
+from typing import Any
 
 import pytest
 import torch
@@ -22,15 +22,11 @@ from hil.analysis.profile import TimeScale, build_profile
 from hil.pte import pte_memory
 from hil.analysis.table import format_table
 from hil.errors import AnalysisError
+from hil.regress.stats import drop_warmup
 
 from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
-from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
-from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
-from executorch.exir.backend.utils import tag_constant_data
 
 ITERATIONS = 3
-PAYLOAD = b"stand-in npu microcode"
-NPU_OPS = {"aten.permute_copy.default", "aten.addmm.default", "aten.relu.default"}
 
 
 class Tiny(torch.nn.Module):
@@ -47,29 +43,16 @@ class Other(torch.nn.Module):
         return torch.sigmoid(x * 2.0) - 0.5
 
 
-@final
-class StandInNpu(BackendDetails):
-    """One 'kernel' per delegated node plus an empty last entry, like the Neutron map."""
+class TwoLayers(torch.nn.Module):
+    """fc1 + relu (one Neutron kernel), sigmoid (left on the CPU), fc2 (another): two delegate calls."""
 
-    @staticmethod
-    def preprocess(edge_program: Any, compile_specs: list[Any]) -> PreprocessResult:
-        nodes = [n for n in edge_program.graph_module.graph.nodes if n.op == "call_function"]
-        handles = {i: (n.meta["debug_handle"],) for i, n in enumerate(nodes)}
-        handles[len(nodes)] = ()
-        return PreprocessResult(processed_bytes=PAYLOAD, debug_handle_map=handles)
-
-
-class StandInPartitioner(Partitioner):
     def __init__(self) -> None:
         super().__init__()
-        self._spec = DelegationSpec(StandInNpu.__name__, [])
+        self.fc1 = torch.nn.Linear(8, 8)
+        self.fc2 = torch.nn.Linear(8, 4)
 
-    def partition(self, exported_program: Any) -> PartitionResult:
-        for node in exported_program.graph_module.graph.nodes:
-            if node.op == "call_function" and getattr(node.target, "__name__", "") in NPU_OPS:
-                node.meta["delegation_tag"] = "npu0"
-        tag_constant_data(exported_program)
-        return PartitionResult(exported_program, {"npu0": self._spec})
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.sigmoid(torch.relu(self.fc1(x))))
 
 
 def _export(module: torch.nn.Module, out: Path, stem: str, partitioner: list[Any] | None = None) -> Any:
@@ -83,24 +66,31 @@ def _export(module: torch.nn.Module, out: Path, stem: str, partitioner: list[Any
     return program, example
 
 
-@pytest.fixture(scope="module")
-def art(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def _build(out: Path) -> None:
+    """Export the three programs and run the CPU-only one on the host runtime."""
     from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
 
-    out = tmp_path_factory.mktemp("analysis")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HIL_CACHE_DIR", str(out / "cache"))
-        torch.manual_seed(0)
-        program, example = _export(Tiny(), out, "tiny")
-        _export(Other(), out, "other")
-        delegated, _ = _export(Tiny(), out, "npu", [StandInPartitioner()])
+    from hil.aot.neutron_sim import neutron_sim_partitioners
+
+    torch.manual_seed(0)
+    program, example = _export(Tiny(), out, "tiny")
+    _export(Other(), out, "other")
+    _export(TwoLayers(), out, "npu", neutron_sim_partitioners())
     buffer = program.buffer  # the binding does not copy it: keep it alive while running
     module = _load_for_executorch_from_buffer(buffer, enable_etdump=True, debug_buffer_size=1 << 20)
     for _ in range(ITERATIONS):
         module.forward(example)
     module.write_etdump_result_to_file(str(out / "tiny.etdump"), str(out / "tiny.debug"))
     del module, buffer
-    return {"out": out, "program": program.executorch_program, "npu_program": delegated.executorch_program}
+
+
+@pytest.fixture(scope="module")
+def art() -> dict[str, Any]:
+    from hil.pte import load_program
+    from programs import cached_folder
+
+    out = cached_folder("analysis", __file__, _build)
+    return {"out": out, "program": load_program(out / "tiny.pte")[0], "npu_program": load_program(out / "npu.pte")[0]}
 
 
 @pytest.fixture(scope="module")
@@ -239,7 +229,17 @@ def test_metadata_bytes_accepts_inspector_forms() -> None:
     assert ev.decode_event_metadata([b"\x07", b"\x08"])["varies_between_runs"] is True
 
 
-# ---- (B) a delegated program and an ETDump in the RT700 runtime's layout -------------------------
+# ---- (B) a program lowered to the simulated Neutron backend, with an ETDump written by hand ----------
+#
+# Fixed tick counts, so every total below is worked out by hand. PAL (CPU) ticks run at 100 per us,
+# Neutron ticks at 50 per us. Per run i = 0, 1, 2:
+#   Method::execute 20000 + 100 i PAL                   -> 200, 201, 202 us
+#   instruction 0: DELEGATE_CALL 5000 PAL (50 us): kernel 1000 NPU (20 us), dump 1200 NPU (24 us)
+#   instruction 1: OPERATOR_CALL 3000 PAL (30 us) around native_call_sigmoid.out 2500 PAL (25 us)
+#   instruction 2: DELEGATE_CALL 4000 PAL (40 us): kernel 1500 NPU (30 us; run 2: 2500 = 50 us),
+#                  dump 2000 NPU (40 us)
+PAL, NPU = 100.0, 50.0
+KERNEL2 = (1500, 1500, 2500)
 
 
 def _profile_event(name: str | None, instr: int, start: int, end: int, delegate_id: int = -1,
@@ -254,119 +254,124 @@ def _profile_event(name: str | None, instr: int, start: int, end: int, delegate_
     )
 
 
-def _neutron_like_etdump(path: Path, plan: Any, metadata: list[bytes | None], seed: int,
-                         prefixed: bool = True) -> dict[str, list[int]]:
-    """Write an ETDump as the Neutron runtime would post it: kernels "0".."n-1", the dump "n",
-    DELEGATE_CALL, the CPU ops, Method::execute. Returns the raw durations it wrote."""
+def _hand_etdump(path: Path, metadata: tuple[bytes | None, bytes | None] = (b"\x03", b"\x00"),
+                 prefixed: bool = True) -> None:
+    """Write the runs described above in the order the runtime ends its events."""
     from executorch.devtools.etdump.schema_flatcc import ETDumpFlatCC, RunData
     from executorch.devtools.etdump.serialize import serialize_to_etdump_flatcc
 
-    rng = random.Random(seed)
-    instrs = plan.chains[0].instructions
-    delegate_instr = next(i for i, x in enumerate(instrs) if hasattr(x.instr_args, "delegate_index"))
-    cpu_instr = next(i for i, x in enumerate(instrs) if hasattr(x.instr_args, "op_index"))
-    cpu_op = plan.operators[instrs[cpu_instr].instr_args.op_index].name.split("::")[-1]
-    wrote: dict[str, list[int]] = {"kernels": [], "dump": [], "call": [], "cpu": [], "method": []}
+    kernel_meta, dump_meta = metadata
     runs = []
-    for run in range(ITERATIONS):
-        t, npu, events = 10_000 * (run + 1), 5_000 * (run + 1), []
-        for index, meta in enumerate(metadata):
-            length = rng.randint(100, 900)
-            events.append(_profile_event(None, delegate_instr, npu, npu + length, index, meta))
-            wrote["dump" if index == len(metadata) - 1 else "kernels"].append(length)
-            npu += length
-        call = sum(wrote["kernels"][-(len(metadata) - 1):]) + wrote["dump"][-1] + rng.randint(50, 150)
-        cpu = rng.randint(40, 80)
-        events += [
-            _profile_event("DELEGATE_CALL", delegate_instr, t + 10, t + 10 + call),
-            _profile_event(f"native_call_{cpu_op}.out", cpu_instr, t + call + 30, t + call + 30 + cpu),
-            _profile_event("OPERATOR_CALL", cpu_instr, t + call + 20, t + call + 40 + cpu),
-            _profile_event("Method::execute", 0, t, t + call + cpu + 100, chain=-1),
+    for i in range(ITERATIONS):
+        t = 100_000 * (i + 1)  # PAL
+        n = 40_000 * (i + 1)   # Neutron timer
+        events = [
+            _profile_event(None, 0, n, n + 1000, 0, kernel_meta),
+            _profile_event(None, 0, n + 1000, n + 2200, 1, dump_meta),
+            _profile_event("DELEGATE_CALL", 0, t + 100, t + 5100),
+            _profile_event("native_call_sigmoid.out", 1, t + 5300, t + 7800),
+            _profile_event("OPERATOR_CALL", 1, t + 5200, t + 8200),
+            _profile_event(None, 2, n + 5000, n + 5000 + KERNEL2[i], 0, kernel_meta),
+            _profile_event(None, 2, n + 9000, n + 11000, 1, dump_meta),
+            _profile_event("DELEGATE_CALL", 2, t + 8300, t + 12300),
+            _profile_event("Method::execute", 0, t, t + 20000 + 100 * i, chain=-1),
         ]
-        wrote["call"].append(call)
-        wrote["cpu"].append(cpu)
-        wrote["method"].append(call + cpu + 100)
         runs.append(RunData(name="Execute", bundled_input_index=-1, allocators=[], events=events))
     body = serialize_to_etdump_flatcc(ETDumpFlatCC(version=0, run_data=runs))
     # The runtime's layout is size-prefixed; build_profile also accepts the bare flatbuffer.
     path.write_bytes(struct.pack("<I", len(body)) + body if prefixed else body)
-    return wrote
 
 
-def _median(values: list[float]) -> float:
-    return sorted(values)[len(values) // 2]
-
-
-def test_neutron_like_delegate(art: dict[str, Any], tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def npu_profile(art: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = art["out"]
-    plan = art["npu_program"].execution_plan[0]
-    metadata = [bytes([7]), bytes([9]), bytes([3]), bytes([0])]
-    wrote = _neutron_like_etdump(tmp_path / "npu.etdump", plan, metadata, seed=1)
-    pal, npu = 324.0, 100.0
+    dump = tmp_path_factory.mktemp("npu") / "npu.etdump"
+    _hand_etdump(dump)
     console = parse_console("Model Size: 0x100 (256 B)\nmethod_allocator_used: Total 0x10 (16 B); Used 0x8 (8 B)\n")
-    p = build_profile(tmp_path / "npu.etdump", out / "npu.etrecord", board="rt700", model="tiny",
-                      simulated=True, ticks_per_us=pal, neutron_ticks_per_us=npu, console=console,
-                      pte_path=out / "npu.pte")
-    kinds = [e["kind"] for e in p["events"]]
-    assert kinds[:2] == ["method", "delegate_call"]
-    assert kinds[2:6] == ["npu_kernel"] * 3 + ["profiling_dump"]
-    assert kinds[6:] == ["cpu_op"]
-    kernels = [e for e in p["events"] if e["kind"] == "npu_kernel"]
-    assert [e["name"] for e in kernels] == ["0", "1", "2"]
-    assert [e["delegate_debug_id"] for e in kernels] == [0, 1, 2]
-    assert [e["metadata"]["function_code"] for e in kernels] == [7, 9, 3]
-    assert all(e["delegate_backend_name"] == "StandInNpu" for e in kernels)
-    # Each kernel maps to the ATen ops of its debug handle (the ETRecord delegate map).
-    assert {t for e in kernels for t in e["op_types"]} == NPU_OPS
-    assert "aten.relu.default" in kernels[2]["op_types"]
-    dump = next(e for e in p["events"] if e["kind"] == "profiling_dump")
-    assert dump["op_types"] == [] and dump["metadata"] == {"kind": "profiling_dump"}
-    assert p["cpu_fallback_ops"] == ["aten.add.Tensor"]
-    # Neutron events use the Neutron scale, CPU events the PAL scale.
-    n_kernels = len(metadata) - 1
-    assert kernels[0]["times_us"] == pytest.approx([w / npu for w in wrote["kernels"][::n_kernels]])
-    totals = p["totals_us"]
-    kernel_sums = [sum(wrote["kernels"][i * n_kernels:(i + 1) * n_kernels]) / npu for i in range(ITERATIONS)]
-    assert totals["npu_kernels"] == pytest.approx(_median(kernel_sums), abs=1e-3)
-    assert totals["method_execute"] == pytest.approx(_median([m / pal for m in wrote["method"]]), abs=1e-3)
-    # The dump is subtracted only where it fits beside the kernels (NeutronBackend.cpp's dump event
-    # adds the PAL-timed run, so it usually overlaps them); otherwise overhead = call - kernels.
-    overhead = [
-        c / pal - k - d / npu if c / pal - k - d / npu >= 0 else c / pal - k
-        for c, k, d in zip(wrote["call"], kernel_sums, wrote["dump"])
+    return build_profile(dump, out / "npu.etrecord", board="rt700", model="two", simulated=True,
+                         ticks_per_us=PAL, neutron_ticks_per_us=NPU, console=console, pte_path=out / "npu.pte")
+
+
+def test_neutron_events_are_classified_and_mapped_by_the_delegate_map(npu_profile: dict[str, Any]) -> None:
+    p = npu_profile
+    assert [(e["kind"], e["name"], e["instruction_id"]) for e in p["events"]] == [
+        ("method", "Method::execute", 0),
+        ("delegate_call", "DELEGATE_CALL", 0), ("npu_kernel", "0", 0), ("profiling_dump", "1", 0),
+        ("cpu_op", "native_call_sigmoid.out", 1),
+        ("delegate_call", "DELEGATE_CALL", 2), ("npu_kernel", "0", 2), ("profiling_dump", "1", 2),
     ]
-    assert any(o == c / pal - k for o, c, k in zip(overhead, wrote["call"], kernel_sums))  # the overlap case ran
-    assert totals["delegate_overhead"] == pytest.approx(_median(overhead), abs=1e-3)
-    assert totals["profiling_dump"] == pytest.approx(_median([d / npu for d in wrote["dump"]]), abs=1e-3)
-    assert p["npu_fraction"] == pytest.approx(totals["npu_kernels"] / totals["method_execute"], rel=1e-4)
-    # Memory: console lines and the .pte itself.
-    assert p["memory"]["model_size_bytes"] == 256
-    assert p["memory"]["allocators"]["method_allocator"]["used"] == 8
-    delegates = p["memory"]["pte"]["methods"]["forward"]["delegates"]
-    assert delegates == [{"backend": "StandInNpu", "payload_bytes": len(PAYLOAD)}]
-    assert p["memory"]["pte"]["methods"]["forward"]["planned_bytes"] > 0
-    text = format_table(p)
+    kernels = [e for e in p["events"] if e["kind"] == "npu_kernel"]
+    assert [e["op_types"] for e in kernels] == [
+        ["aten.permute_copy.default", "aten.addmm.default", "aten.relu.default"],
+        ["aten.permute_copy.default", "aten.addmm.default"],
+    ]
+    assert all(e["metadata"] == {"kind": "kernel", "function_code": 3} for e in kernels)
+    assert all(e["delegate_backend_name"] == "NeutronSimBackend" for e in kernels)
+    assert p["cpu_fallback_ops"] == ["aten.sigmoid.default"]
+    assert [w.split(":")[0] for w in p["warnings"]] == ["only 3 iteration(s)"]  # and nothing unmatched
+
+
+def test_times_use_each_events_own_clock(npu_profile: dict[str, Any]) -> None:
+    by = {(e["kind"], e["instruction_id"]): e for e in npu_profile["events"]}
+    assert by[("method", 0)]["times_us"] == [200.0, 201.0, 202.0]
+    assert by[("npu_kernel", 0)]["times_us"] == [20.0, 20.0, 20.0]
+    assert by[("npu_kernel", 2)]["times_us"] == [30.0, 30.0, 50.0]
+    assert by[("profiling_dump", 2)]["times_us"] == [40.0, 40.0, 40.0]
+    assert by[("cpu_op", 1)]["times_us"] == [25.0] * 3 and by[("cpu_op", 1)]["call_overhead_us"] == [5.0] * 3
+
+
+def test_totals_are_the_hand_computed_medians(npu_profile: dict[str, Any]) -> None:
+    # per run: kernels 50, 50, 70; call overheads (50-20-24) + (40-30) = 16, 16, and 6 + 0 in run 2,
+    # where the kernel (50 us) outlasts its call (40 us); unattributed = method - 25 - 5 - 90.
+    assert npu_profile["totals_us"] == {
+        "method_execute": 201.0, "npu_kernels": 50.0, "delegate_ops": 0.0, "cpu_ops": 25.0,
+        "cpu_call_overhead": 5.0, "delegate_calls": 90.0, "delegate_overhead": 16.0, "profiling_dump": 64.0,
+        "unattributed": 81.0,
+    }
+    assert npu_profile["npu_fraction"] == 0.248756  # 50 / 201
+
+
+def test_delegate_overhead_is_never_negative(npu_profile: dict[str, Any]) -> None:
+    last = drop_warmup(npu_profile, 2)  # run 2 alone: call 2 is 40 us, its kernel 50 us
+    assert last["totals_us"]["delegate_overhead"] == 6.0  # 6 + 0, not 6 - 10
+    assert last["totals_us"]["npu_kernels"] == 70.0 and last["totals_us"]["unattributed"] == 82.0
+    assert last["npu_fraction"] == 0.346535  # 70 / 202
+    assert last["methods"]["forward"]["iterations"] == 1
+    assert last["methods"]["forward"]["totals_us"] == last["totals_us"]
+
+
+def test_reading_npu_ticks_at_the_cpu_clock_changes_the_numbers(art: dict[str, Any], tmp_path: Path) -> None:
+    _hand_etdump(tmp_path / "npu.etdump")
+    one_clock = build_profile(tmp_path / "npu.etdump", art["out"] / "npu.etrecord", board="rt700", model="two",
+                              simulated=True, ticks_per_us=PAL)
+    assert one_clock["totals_us"]["npu_kernels"] == 25.0 and one_clock["time_scale"]["neutron_ticks_per_us"] == PAL
+
+
+def test_memory_comes_from_the_console_and_the_pte(npu_profile: dict[str, Any], art: dict[str, Any]) -> None:
+    memory = npu_profile["memory"]
+    assert memory["model_size_bytes"] == 256 and memory["allocators"]["method_allocator"]["used"] == 8
+    plan = art["npu_program"].execution_plan[0]
+    data = art["npu_program"].backend_delegate_data
+    assert memory["pte"]["methods"]["forward"]["delegates"] == [
+        {"backend": "NeutronSimBackend", "payload_bytes": len(data[d.processed.index].data)} for d in plan.delegates]
+    text = format_table(npu_profile)
     assert "profiling_dump" in text and max(len(line) for line in text.splitlines()) <= 100
 
 
-def test_neutron_like_metadata_missing_or_invalid(art: dict[str, Any], tmp_path: Path) -> None:
+def test_neutron_metadata_missing_or_invalid(art: dict[str, Any], tmp_path: Path) -> None:
     """No metadata: the last delegated event without ops is the dump; bad metadata: a warning."""
-    out = art["out"]
-    plan = art["npu_program"].execution_plan[0]
-    _neutron_like_etdump(tmp_path / "plain.etdump", plan, [None, None, None, None], seed=2, prefixed=False)
-    p = build_profile(tmp_path / "plain.etdump", out / "npu.etrecord", board="rt700", model="tiny",
-                      simulated=True, ticks_per_us=324.0)
-    assert [e["kind"] for e in p["events"] if e["delegate_debug_id"] is not None] == ["npu_kernel"] * 3 + [
-        "profiling_dump"]
-    assert p["time_scale"]["neutron_ticks_per_us"] == 324.0
+    etrecord = art["out"] / "npu.etrecord"
+    _hand_etdump(tmp_path / "plain.etdump", (None, None), prefixed=False)
+    p = build_profile(tmp_path / "plain.etdump", etrecord, board="rt700", model="two", simulated=True,
+                      ticks_per_us=PAL)
+    assert [e["kind"] for e in p["events"] if e["delegate_debug_id"] is not None] == ["npu_kernel", "profiling_dump"] * 2
     sdk = (3 << 8 | 2 << 4).to_bytes(2, "little")
-    _neutron_like_etdump(tmp_path / "odd.etdump", plan, [bytes([1]), b"\xde\xad\xbe", bytes([2]), sdk], seed=3)
-    p = build_profile(tmp_path / "odd.etdump", out / "npu.etrecord", board="rt700", model="tiny",
-                      simulated=True, ticks_per_us=324.0)
-    odd = next(e for e in p["events"] if e["name"] == "1")
+    _hand_etdump(tmp_path / "odd.etdump", (b"\xde\xad\xbe", sdk))
+    p = build_profile(tmp_path / "odd.etdump", etrecord, board="rt700", model="two", simulated=True, ticks_per_us=PAL)
+    odd = next(e for e in p["events"] if e["name"] == "0")
     assert odd["metadata"] == {"kind": "invalid", "raw": "deadbe"} and odd["kind"] == "npu_kernel"
     assert any("deadbe" in w for w in p["warnings"])
-    last = next(e for e in p["events"] if e["name"] == "3")
+    last = next(e for e in p["events"] if e["name"] == "1")
     assert last["kind"] == "profiling_dump" and last["metadata"]["version"] == "3.2.0"
 
 
@@ -378,3 +383,12 @@ def test_pte_memory_of_cpu_program(art: dict[str, Any], tmp_path: Path) -> None:
     (tmp_path / "bad.pte").write_bytes(b"\x00" * 64)
     with pytest.raises(AnalysisError, match="bad.pte"):
         pte_memory(tmp_path / "bad.pte")
+
+
+def test_a_dump_that_exactly_fits_beside_the_kernels_is_subtracted():
+    from hil.analysis.totals import call_overhead
+
+    assert call_overhead(10.0, 6.0, 4.0) == 0.0  # fits exactly: nothing left
+    assert call_overhead(10.0, 6.0, 3.5) == 0.5
+    assert call_overhead(10.0, 6.0, 5.0) == 4.0  # does not fit: call minus kernels
+    assert call_overhead(10.0, 12.0, 1.0) == 0.0  # kernels outlast the call: never negative

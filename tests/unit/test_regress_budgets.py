@@ -81,3 +81,85 @@ def test_the_example_budget_file_parses():
 
     budget = load_file_budget(REPO_ROOT / "budgets" / "qemu.toml", "cifar10")
     assert budget is not None and budget.total_us and budget.ops
+
+
+def test_a_memory_limit_with_nothing_measured_fails_and_an_exact_fit_passes(profile):
+    used = memory_footprint(profile["memory"])
+    assert check_budget(profile, budget_from_mapping({"memory_bytes": used}, "t")) == []
+    (violation,) = check_budget({**profile, "memory": {}}, budget_from_mapping({"memory_bytes": 10**9}, "t"))
+    assert violation.measured is None and "measured not measured, limit (max) 1e+09 B" in violation.describe()
+    assert memory_footprint({"planned_buffers": {"0": 100, "1": 28}}) == 128 and memory_footprint({}) is None
+
+
+def test_an_op_limit_by_name_never_matches_the_profiling_dump(profile):
+    dump = next(e for e in profile["events"] if e["kind"] == "profiling_dump")
+    (violation,) = check_budget(profile, budget_from_mapping({"ops": {dump["name"]: 1e9}}, "t"))
+    assert violation.detail == "no event has this name or op type"
+    kernel = next(e for e in profile["events"] if e["kind"] == "npu_kernel")
+    assert check_budget(profile, budget_from_mapping({"ops": {kernel["name"]: kernel["p50_us"]}}, "t")) == []
+
+
+def test_violation_text_says_value_limit_sense_and_unit():
+    from hil.regress.budgets import Violation
+
+    assert Violation("total latency", 12.5, 10, "us").describe() == "total latency: measured 12.5 us, limit (max) 10 us"
+    assert Violation("NPU fraction (min)", 0.25, 0.5, "").describe() == "NPU fraction (min): measured 0.25, limit (min) 0.5"
+    assert Violation("memory", None, 64, "B", "x").describe() == "memory: measured not measured, limit (max) 64 B [x]"
+
+
+def test_merged_budgets_take_each_key_from_the_override_first():
+    base = budget_from_mapping({"total_us": 1, "npu_fraction_min": 0.1, "memory_bytes": 5, "ops": {"a": 1, "b": 2},
+                                "memory": {"m": 1}}, "file")
+    empty = budget_from_mapping({}, "marker")
+    assert merge_budgets(base, None) is base and merge_budgets(None, empty) is empty and merge_budgets(None, None) is None
+    kept = merge_budgets(base, empty)
+    assert (kept.total_us, kept.npu_fraction_min, kept.memory_bytes, kept.ops, kept.memory, kept.source) == (
+        1, 0.1, 5, {"a": 1, "b": 2}, {"m": 1}, "file + marker")
+    over = merge_budgets(base, budget_from_mapping({"total_us": 9, "npu_fraction_min": 0.9, "memory_bytes": 7,
+                                                    "ops": {"b": 3}, "memory": {"m": 2, "n": 3}}, "marker"))
+    assert (over.total_us, over.npu_fraction_min, over.memory_bytes, over.ops, over.memory) == (
+        9, 0.9, 7, {"a": 1, "b": 3}, {"m": 2, "n": 3})
+    assert empty.empty and not base.empty and not budget_from_mapping({"ops": {"a": 1}}, "m").empty
+
+
+HAND = {
+    "model": "m", "board": "b", "totals_us": {"method_execute": 100.0}, "npu_fraction": 0.5,
+    "events": [
+        {"name": "0", "kind": "npu_kernel", "op_types": ["aten.convolution.default"], "times_us": [40.0, 40.0, 41.0]},
+        {"name": "1", "kind": "profiling_dump", "op_types": [], "times_us": [5.0]},
+    ],
+    "memory": {"allocators": {"a": {"used": 10}, "b": {"total": 99}}, "model_size_bytes": 300},
+}
+
+
+def test_limits_met_exactly_pass():
+    budget = budget_from_mapping({"total_us": 100, "npu_fraction_min": 0.5, "ops": {"0": 40}, "memory_bytes": 10,
+                                  "memory": {"model_size_bytes": 300}}, "t")
+    assert check_budget(HAND, budget) == []
+
+
+def test_every_broken_limit_is_described_with_its_numbers():
+    budget = budget_from_mapping({"total_us": 99, "npu_fraction_min": 0.6, "memory_bytes": 9,
+                                  "ops": {"0": 39, "aten.convolution.default": 39, "nope": 1},
+                                  "memory": {"model_size_bytes": 299, "absent": 1}}, "t")
+    assert [v.describe() for v in check_budget(HAND, budget)] == [
+        "total latency (Method::execute p50): measured 100 us, limit (max) 99 us",
+        "NPU fraction (min): measured 0.5, limit (min) 0.6",
+        "op '0': npu kernel 0: measured 40 us, limit (max) 39 us [npu_kernel, op types aten.convolution.default]",
+        "op 'aten.convolution.default': npu kernel 0: measured 40 us, limit (max) 39 us "
+        "[npu_kernel, op types aten.convolution.default]",
+        "op 'nope': measured not measured, limit (max) 1 us [no event has this name or op type]",
+        "memory (allocators used): measured 10 B, limit (max) 9 B",
+        "memory 'model_size_bytes': measured 300 B, limit (max) 299 B",
+        "memory 'absent': measured not measured, limit (max) 1 B",
+    ]
+    bare = {"events": [], "memory": {}}
+    assert [v.describe() for v in check_budget(bare, budget_from_mapping({"total_us": 1, "npu_fraction_min": 0.1}, "t"))] == [
+        "total latency (Method::execute p50): measured not measured, limit (max) 1 us",
+        "NPU fraction (min): measured not measured, limit (min) 0.1",
+    ]
+    text = format_violations(check_budget(bare, budget_from_mapping({"total_us": 1}, "here")), bare,
+                             budget_from_mapping({"total_us": 1}, "here"), None)
+    assert text == ("budget exceeded for model 'None' on board 'None' (budget from here):\n"
+                    "  - total latency (Method::execute p50): measured not measured, limit (max) 1 us\n"
+                    "  artifacts: (unknown)")

@@ -64,3 +64,19 @@ def test_drop_warmup_removes_the_cold_first_iteration():
 def test_drop_warmup_refuses_to_drop_every_iteration():
     with pytest.raises(AnalysisError, match="synthnet.*warm-up 3 leaves none of its 3 iterations"):
         drop_warmup(synth_profile(1, iterations=3), 3)
+
+
+def test_no_warmup_gives_an_independent_copy_and_trims_dispatch_too():
+    profile = synth_profile(6, iterations=4)
+    profile["events"][1]["call_overhead_us"] = [1.0, 2.0, 3.0, 4.0]
+    same = drop_warmup(profile, 0)
+    same["events"][0]["times_us"].append(1.0)
+    assert len(profile["events"][0]["times_us"]) == 4
+    assert drop_warmup(profile, 1)["events"][1]["call_overhead_us"] == [2.0, 3.0, 4.0]
+    with pytest.raises(ValueError, match="warm-up must be >= 0, got -1"):
+        drop_warmup(profile, -1)
+    with pytest.raises(AnalysisError, match=r"on board 'qemu': warm-up 4 leaves none of its 4 iterations; "
+                                            r"run at least 5 \(--hil-iterations\)"):
+        drop_warmup(profile, 4)
+    unknown = {k: v for k, v in profile.items() if k != "iterations"}
+    assert "iterations" not in drop_warmup(unknown, 1) and len(drop_warmup(unknown, 1)["events"][0]["times_us"]) == 3

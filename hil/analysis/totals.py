@@ -1,0 +1,99 @@
+"""Per-iteration sums by kind, reported as their medians, and the NPU fraction.
+
+Works on the public event dicts of a profile (what profile.json holds), so the regression side can
+recompute totals after dropping warm-up iterations with the very same definitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hil.analysis import events as ev
+from hil.analysis.statistics import percentile
+
+# Times in a profile are rounded to the nanosecond: 3 decimals of a microsecond.
+DECIMALS = 3
+
+Event = Mapping[str, Any]
+
+
+def rounded(value: float) -> float:
+    """One time as profile.json holds it (to the nanosecond)."""
+    return round(value, DECIMALS)
+
+
+def p50(values: Sequence[float]) -> float:
+    """Median, rounded to the nanosecond; 0 for no values."""
+    return rounded(percentile(values, 50)) if values else 0.0
+
+
+def _per_iteration(events: Sequence[Event], iterations: int, key: str = "times_us") -> list[float]:
+    return [sum(e[key][i] for e in events if e.get(key) and i < len(e[key])) for i in range(iterations)]
+
+
+def call_overhead(call: float, inside: float, dump: float) -> float:
+    """Time in one delegate call that none of its own events accounts for; never negative.
+
+    NeutronBackend.cpp ends the dump event at the last record's stop plus the PAL-timed length of the
+    whole `neutronRunBlocking`, so the logged dump usually overlaps the kernels and can exceed the
+    call itself. Only a dump that fits beside the kernels is subtracted; otherwise the overhead is the
+    call minus its kernels (and includes the dump generation). Events on another clock than the call
+    can add up to more than the call; the overhead is then 0, not a negative time.
+    """
+    beside_dump = call - inside - dump
+    return max(0.0, beside_dump if beside_dump >= 0 else call - inside)
+
+
+def _delegate_overheads(events: Sequence[Event], iterations: int) -> list[float]:
+    """Per iteration, the sum over delegate calls of each call's own overhead."""
+    totals = [0.0] * iterations
+    for call in (e for e in events if e.get("kind") == ev.DELEGATE_CALL):
+        mine = [e for e in events if e.get("instruction_id") == call.get("instruction_id")]
+        inside = _per_iteration([e for e in mine if e.get("kind") in (ev.NPU_KERNEL, ev.DELEGATE_OP)], iterations)
+        dump = _per_iteration([e for e in mine if e.get("kind") == ev.PROFILING_DUMP], iterations)
+        times = _per_iteration([call], iterations)
+        for i in range(iterations):
+            totals[i] += call_overhead(times[i], inside[i], dump[i])
+    return totals
+
+
+def totals_from_events(events: Sequence[Event], iterations: int) -> tuple[dict[str, float], float | None]:
+    """Totals of one method's events and its NPU fraction (NPU kernel time over Method::execute).
+
+    Only Neutron kernels count as NPU time: another delegate's operators run on the CPU.
+    """
+    by_kind = {k: [e for e in events if e.get("kind") == k] for k in ev.KINDS}
+    method = _per_iteration(by_kind[ev.METHOD], iterations)
+    cpu = _per_iteration(by_kind[ev.CPU_OP], iterations)
+    dispatch = _per_iteration(by_kind[ev.CPU_OP], iterations, "call_overhead_us")
+    calls = _per_iteration(by_kind[ev.DELEGATE_CALL], iterations)
+    totals = {
+        "method_execute": p50(method),
+        "npu_kernels": p50(_per_iteration(by_kind[ev.NPU_KERNEL], iterations)),
+        "delegate_ops": p50(_per_iteration(by_kind[ev.DELEGATE_OP], iterations)),
+        "cpu_ops": p50(cpu),
+        "cpu_call_overhead": p50(dispatch),
+        "delegate_calls": p50(calls),
+        "delegate_overhead": p50(_delegate_overheads(events, iterations)),
+        "profiling_dump": p50(_per_iteration(by_kind[ev.PROFILING_DUMP], iterations)),
+        "unattributed": p50([m - c - o - d for m, c, o, d in zip(method, cpu, dispatch, calls)]),
+    }
+    fraction = totals["npu_kernels"] / totals["method_execute"] if totals["method_execute"] > 0 else None
+    return totals, None if fraction is None else round(fraction, 6)
+
+
+def main_method(events: Sequence[Event]) -> str:
+    """The method the headline totals describe: `forward` when it ran, else the first method seen."""
+    names = [str(e.get("method") or "forward") for e in events]
+    return "forward" if "forward" in names or not names else names[0]
+
+
+def method_events(events: Sequence[Event], method: str) -> list[Event]:
+    return [e for e in events if str(e.get("method") or "forward") == method]
+
+
+def iterations_of(events: Sequence[Event]) -> int:
+    """Iterations of one method's events: the length of its Method::execute times (0 if absent)."""
+    method = [e for e in events if e.get("kind") == ev.METHOD]
+    return len(method[0].get("times_us") or []) if method else 0

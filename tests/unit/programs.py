@@ -1,0 +1,36 @@
+"""Exported test programs kept between test sessions, keyed by the test file that makes them.
+
+Exporting a model and running it on the host runtime takes seconds; the analysis tests (and every
+mutant `make mutation` runs them against) need only the files. A folder is made once per content of
+the test file and ExecuTorch version, in a temporary folder renamed into place, so concurrent
+sessions never see half of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+
+def cached_folder(tag: str, source_file: str | Path, build: Callable[[Path], None]) -> Path:
+    """The folder `build` fills, made once for this content of `source_file`."""
+    digest = hashlib.sha256(Path(source_file).read_bytes())
+    digest.update(importlib.metadata.version("executorch").encode())
+    root = Path(os.environ.get("HIL_CACHE_DIR", Path.home() / ".cache" / "et-hil")) / "test-programs"
+    folder = root / f"{tag}-{digest.hexdigest()[:16]}"
+    if (folder / ".complete").is_file():
+        return folder
+    scratch = root / f".{folder.name}.{os.getpid()}"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    build(scratch)
+    (scratch / ".complete").touch()
+    try:
+        scratch.rename(folder)
+    except OSError:  # another session finished first: use its folder
+        shutil.rmtree(scratch, ignore_errors=True)
+    return folder
