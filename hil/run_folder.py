@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hil.errors import InputError
+from hil.held_lock import HeldLock
 from hil.probe.lock import LockHolder
 
 LOCK_NAME = ".hil-run.lock"
@@ -24,7 +25,7 @@ class RunFolderBusy(InputError):
     """Another run holds the run folder's lock."""
 
 
-class RunFolderLock:
+class RunFolderLock(HeldLock):
     """Exclusive use of `folder` by this process while a run writes it; a context manager."""
 
     def __init__(self, folder: Path, *, wait: bool = False, report: Callable[[str], None] | None = None) -> None:
@@ -65,20 +66,3 @@ class RunFolderLock:
             raise
         self._fd = fd
         return self
-
-    def release(self) -> None:
-        """Let the next run in; safe to call twice. The file stays (removing it would race a waiter)."""
-        fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        try:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-
-    def __enter__(self) -> "RunFolderLock":
-        return self.acquire()
-
-    def __exit__(self, *_exc: object) -> None:
-        self.release()

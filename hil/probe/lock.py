@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hil.errors import BoardConfigError, TimeoutExpired
+from hil.held_lock import HeldLock
 
 LOG = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ def _safe_name(probe_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", probe_id)
 
 
-class ProbeLock:
+class ProbeLock(HeldLock):
     """Exclusive use of one probe by one process; a context manager.
 
     `acquire()` waits up to `timeout` s for the current holder and then raises TimeoutExpired
@@ -210,20 +211,3 @@ class ProbeLock:
                             self.probe_id, who, self.timeout, self.path)
                 announced = True
             time.sleep(self.poll)
-
-    def release(self) -> None:
-        """Give the probe back; safe to call twice. The file stays (removing it would race waiters)."""
-        fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        try:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-
-    def __enter__(self) -> "ProbeLock":
-        return self.acquire()
-
-    def __exit__(self, *_exc: object) -> None:
-        self.release()
