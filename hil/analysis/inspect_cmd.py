@@ -38,8 +38,8 @@ def has_neutron_delegate(etrecord: Any) -> bool:
 
 def bare_time_scale(args: argparse.Namespace, etrecord: Any) -> tuple[TimeScale, str]:
     """The scale of a bare dump, and the board name to report: explicit flags only, else raw ticks."""
-    if args.clock_mhz is not None:  # 0, negative or nan would give nan times: refused (InputError)
-        return TimeScale.core_cycles(finite_number(args.clock_mhz, "--clock-mhz", above=0)), "clock"
+    if args.clock_mhz is not None:  # checked positive and finite by inspect_files, before any file is read
+        return TimeScale.core_cycles(args.clock_mhz), "clock"
     if args.board_config is not None:
         cfg = load_board_config(path=args.board_config)
         npu = cfg.get("simulation.npu_clock_mhz") if cfg.kind == "qemu" else None
@@ -104,6 +104,8 @@ def inspect_files(args: argparse.Namespace) -> int:
     from hil.analysis.profile import build_profile
     from hil.analysis.table import format_table
 
+    if args.clock_mhz is not None:  # 0, negative or nan would give nan times: refused (InputError) before any work
+        finite_number(args.clock_mhz, "--clock-mhz", above=0)
     path = Path(args.path)
     if path.is_dir():
         profile = inspect_run(path)
