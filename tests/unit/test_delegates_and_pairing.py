@@ -159,8 +159,8 @@ def test_two_methods_give_events_per_method(art: Path) -> None:
     profile = _profile(art, "two", "two", pte_path=art / "two.pte")
     assert [(m, v["iterations"], v["left_out_runs"]) for m, v in profile["methods"].items()] == [
         ("forward", ITERATIONS, 0), ("other", 2, 0)]
-    assert [e["method"] for e in profile["events"]] == ["forward"] * 6 + ["other"] * 3
-    assert profile["methods"]["other"]["totals_us"]["method_execute"] == profile["events"][6]["p50_us"]
+    assert [e["method"] for e in profile["events"]] == ["forward"] * 7 + ["other"] * 3
+    assert profile["methods"]["other"]["totals_us"]["method_execute"] == profile["events"][7]["p50_us"]
     other = [(e["kind"], e["name"], e["op_types"]) for e in profile["events"] if e["method"] == "other"]
     assert other == [("method", "Method::execute", []), ("cpu_op", "native_call_add.out", ["aten.add.Tensor"]),
                      ("cpu_op", "native_call_tanh.out", ["aten.tanh.default"])]
