@@ -64,7 +64,9 @@ mutation: setup
 	@$(PY) -m pip install -q --disable-pip-version-check -e ".[mutation]" 2>&1 | grep -v "^WARNING: Location" || true
 	rm -rf mutants
 	$(VENV)/bin/mutmut run --max-children 2 > /dev/null || true
-	@$(PY) -m hil.regress.mutation_score mutants
+	@$(VENV)/bin/mutmut export-cicd-stats > /dev/null
+	@$(PY) -c "import json; s = json.load(open('mutants/mutmut-cicd-stats.json')); k = s['killed'] + s['timeout'] + s['segfault']; \
+	  print(f\"mutation score: {k} of {s['total']} mutants killed ({100 * k / s['total']:.1f}%), {s['survived']} survived, {s['no_tests']} not reached by a test\")"
 
 clean-cache:
 	rm -rf $${HIL_CACHE_DIR:-$$HOME/.cache/et-hil}

@@ -63,13 +63,15 @@ def edge_programs(etrecord: Any) -> dict[str, Any]:
     return dict(edge) if isinstance(edge, dict) else {FORWARD: edge}
 
 
-def inspect_etdump(data: bytes, etdump_path: Path, etrecord_path: Path, etrecord: Any = None) -> Inspected:
-    """Run the Inspector on `data` (the ETDump's bytes) and sort its blocks into methods."""
+def inspect_etdump(data: bytes, etdump_path: Path, etrecord_path: Path, etrecord: Any) -> Inspected:
+    """Run the Inspector on `data` (the ETDump's bytes) with the parsed `etrecord`; sort its blocks into methods.
+
+    Times stay raw: source = target = CYCLES gives CPU events a scale factor of exactly 1, and the
+    Inspector takes delegate events' start-to-end difference as is when no converter is given.
+    """
     from executorch.devtools import Inspector
     from executorch.devtools.inspector import TimeScale as EtTimeScale
 
-    if etrecord is None:
-        etrecord = read_etrecord(etrecord_path)
     programs = edge_programs(etrecord)
     for_inspector = etrecord
     if isinstance(etrecord.edge_dialect_program, dict):  # several methods: the Inspector takes one graph
@@ -83,7 +85,6 @@ def inspect_etdump(data: bytes, etdump_path: Path, etrecord_path: Path, etrecord
                 etrecord=for_inspector,
                 source_time_scale=EtTimeScale.CYCLES,
                 target_time_scale=EtTimeScale.CYCLES,
-                delegate_time_scale_converter=lambda _name, ticks: ticks,
             )
         except Exception as exc:
             raise AnalysisError(

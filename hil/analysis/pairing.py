@@ -79,7 +79,7 @@ def unmatched_events(events: Iterable[Mapping[str, Any]]) -> list[str]:
         kind, name, ops = event.get("kind"), str(event.get("name")), list(event.get("op_types") or [])
         fits = ev.op_type_matches(name, ops)
         if (kind == ev.CPU_OP and fits is False) or (kind == ev.NPU_KERNEL and not ops):
-            found.append(f"{name} ({event.get('method', 'forward')}, instruction {event.get('instruction_id')}: "
+            found.append(f"{name} ({event['method']}, instruction {event.get('instruction_id')}: "
                          f"op types {', '.join(ops) or 'none'})")
     return found
 

@@ -1,8 +1,8 @@
 """ETDump + ETRecord -> the profile dict (written as profile.json by the pipeline).
 
 The Inspector is asked for raw values in the runtime's own unit (source = target =
-TimeScale.CYCLES gives a scale factor of exactly 1 for CPU events, and an identity
-delegate converter keeps delegate events raw too); the conversion to microseconds is done
+TimeScale.CYCLES gives a scale factor of exactly 1 for CPU events, and delegate events are
+taken raw when no converter is given); the conversion to microseconds is done
 here, explicitly, because the RT700 runtime writes PAL ticks (DWT cycles) for CPU events and
 Neutron time units for delegate events, which no single Inspector scale can express.
 """

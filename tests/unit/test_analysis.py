@@ -93,7 +93,7 @@ def art() -> dict[str, Any]:
     return {"out": out, "program": load_program(out / "tiny.pte")[0], "npu_program": load_program(out / "npu.pte")[0]}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # per test, so each test that reads a profile also makes it (what `make mutation` needs)
 def host_profile(art: dict[str, Any]) -> dict[str, Any]:
     out = art["out"]
     return build_profile(out / "tiny.etdump", out / "tiny.etrecord", board="host", model="tiny",
@@ -282,10 +282,10 @@ def _hand_etdump(path: Path, metadata: tuple[bytes | None, bytes | None] = (b"\x
     path.write_bytes(struct.pack("<I", len(body)) + body if prefixed else body)
 
 
-@pytest.fixture(scope="module")
-def npu_profile(art: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+@pytest.fixture
+def npu_profile(art: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     out = art["out"]
-    dump = tmp_path_factory.mktemp("npu") / "npu.etdump"
+    dump = tmp_path / "npu.etdump"
     _hand_etdump(dump)
     console = parse_console("Model Size: 0x100 (256 B)\nmethod_allocator_used: Total 0x10 (16 B); Used 0x8 (8 B)\n")
     return build_profile(dump, out / "npu.etrecord", board="rt700", model="two", simulated=True,
@@ -318,6 +318,8 @@ def test_times_use_each_events_own_clock(npu_profile: dict[str, Any]) -> None:
     assert by[("npu_kernel", 2)]["times_us"] == [30.0, 30.0, 50.0]
     assert by[("profiling_dump", 2)]["times_us"] == [40.0, 40.0, 40.0]
     assert by[("cpu_op", 1)]["times_us"] == [25.0] * 3 and by[("cpu_op", 1)]["call_overhead_us"] == [5.0] * 3
+    assert by[("cpu_op", 1)]["call_overhead_p50_us"] == 5.0
+    assert by[("delegate_call", 0)]["times_us"] == [50.0] * 3 and by[("delegate_call", 2)]["times_us"] == [40.0] * 3
 
 
 def test_totals_are_the_hand_computed_medians(npu_profile: dict[str, Any]) -> None:

@@ -121,6 +121,8 @@ def test_xnnpack_events_are_delegate_ops_as_the_inspector_lists_them(art: Path) 
     per_run = [sum(r.raw[i] for r in rows.itertuples()) * 1000 for i in range(ITERATIONS)]
     assert profile["totals_us"]["delegate_ops"] == round(sorted(per_run)[ITERATIONS // 2], 3)
     assert profile["cpu_fallback_ops"] == ["aten.cumsum.default"]
+    assert profile["notes"] == [f"{len(rows)} XnnpackBackend event(s) carry no op types: that backend records no "
+                                "per-operator debug-handle map"]
     calls = frame[frame["event_name"] == "DELEGATE_CALL"]
     assert [e["delegate_backend_name"] for e in profile["events"] if e["kind"] == "delegate_call"] == \
         list(calls["delegate_backend_name"])
@@ -155,7 +157,10 @@ def test_an_etrecord_of_a_revised_model_without_pte_names_the_mismatched_events(
 
 def test_two_methods_give_events_per_method(art: Path) -> None:
     profile = _profile(art, "two", "two", pte_path=art / "two.pte")
-    assert {m: v["iterations"] for m, v in profile["methods"].items()} == {"forward": ITERATIONS, "other": 2}
+    assert [(m, v["iterations"], v["left_out_runs"]) for m, v in profile["methods"].items()] == [
+        ("forward", ITERATIONS, 0), ("other", 2, 0)]
+    assert [e["method"] for e in profile["events"]] == ["forward"] * 7 + ["other"] * 3
+    assert profile["methods"]["other"]["totals_us"]["method_execute"] == profile["events"][7]["p50_us"]
     other = [(e["kind"], e["name"], e["op_types"]) for e in profile["events"] if e["method"] == "other"]
     assert other == [("method", "Method::execute", []), ("cpu_op", "native_call_add.out", ["aten.add.Tensor"]),
                      ("cpu_op", "native_call_tanh.out", ["aten.tanh.default"])]

@@ -1,0 +1,102 @@
+"""Event kinds, op-type matching, the main method and the pairing checks, on events written by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hil.analysis import events as ev
+from hil.analysis.pairing import check_events, unmatched_events
+from hil.analysis.totals import iterations_of, main_method
+from hil.errors import AnalysisError
+
+KERNEL, DUMP, SDK = {"kind": "kernel", "function_code": 3}, {"kind": "profiling_dump"}, {"kind": "sdk_version"}
+
+
+def kind(name="0", *, delegated=True, backend="NeutronBackend", ops=(), metadata=None, last=False):
+    return ev.classify(name, is_delegated=delegated, backend=backend, op_types=list(ops), metadata=metadata,
+                       is_last_of_delegate=last)
+
+
+def test_neutron_events_by_metadata_then_by_position():
+    assert kind(metadata=KERNEL, last=True) == "npu_kernel"  # metadata wins over position
+    assert kind(metadata=DUMP) == "profiling_dump" and kind(metadata=SDK) == "profiling_dump"
+    assert kind(last=True) == "profiling_dump"  # no metadata: the last event without ops
+    assert kind(last=True, ops=["aten.add.Tensor"]) == "npu_kernel" and kind() == "npu_kernel"
+    assert kind(backend="NeutronSimBackend", metadata=DUMP) == "profiling_dump"
+
+
+def test_other_backends_and_host_events():
+    assert kind(backend="XnnpackBackend", metadata=DUMP, last=True) == "delegate_op"
+    assert kind(backend=None, last=True) == "delegate_op"
+    assert kind("Method::execute", delegated=False) == "method"
+    assert kind("DELEGATE_CALL", delegated=False, backend="XnnpackBackend") == "delegate_call"
+    assert kind("native_call_add.out", delegated=False, backend=None) == "cpu_op"
+    assert ev.is_neutron("NeutronBackend") and ev.is_neutron("NeutronSimBackend") and not ev.is_neutron("Xnnpack")
+
+
+@pytest.mark.parametrize(("name", "ops", "fits"), [
+    ("native_call__softmax.out", ["aten._softmax.default"], True),
+    ("native_call__to_dim_order_copy.out", ["dim_order_ops._to_dim_order_copy.default"], True),
+    ("native_call_max_pool2d_with_indices.out", ["aten.max_pool2d_with_indices.default"], True),
+    ("native_call_add.out", ["add"], True),
+    ("native_call_add.out", ["aten.sub.Tensor", "aten.add.Tensor"], True),
+    ("native_call_add.out", ["aten.sub.Tensor"], False),
+    ("native_call_add.out", [], False),
+    ("native_call_tanh.out", ["aten.sigmoid.default"], False),
+    ("OPERATOR_CALL", ["aten.add.Tensor"], None),
+    ("DELEGATE_CALL", [], None),
+])
+def test_op_type_matching(name, ops, fits):
+    assert ev.op_type_matches(name, ops) is fits
+
+
+def test_native_op_names_and_metadata_forms():
+    assert ev.native_op_name("native_call_add.out") == "add" and ev.native_op_name("native_call__softmax") == "_softmax"
+    assert ev.native_op_name("DELEGATE_CALL") is None
+    assert ev.metadata_bytes(bytearray(b"\x01")) == b"\x01" and ev.metadata_bytes(b"") is None
+    assert ev.metadata_bytes("\x05") == b"\x05" and ev.metadata_bytes(7) is None and ev.metadata_bytes(["x"]) is None
+    assert ev.metadata_bytes([300, 1]) == bytes([300 & 0xFF, 1])
+    assert ev.decode_event_metadata([b"", ""]) is None and ev.decode_event_metadata([]) is None
+    assert ev.decode_event_metadata([b"\x03", b"\x03"]) == KERNEL
+    assert ev.decode_neutron_metadata((2 << 8 | 1 << 4 | 3).to_bytes(2, "little")) == {
+        "kind": "sdk_version", "version": "2.1.3", "raw": "1302"}
+
+
+def test_the_main_method_is_forward_else_the_first():
+    assert main_method([{"method": "other"}, {"method": "forward"}]) == "forward"
+    assert main_method([{"method": "b"}, {"method": "c"}]) == "b"
+    assert main_method([]) == "forward" and main_method([{"kind": "method"}]) == "forward"
+    assert iterations_of([{"kind": "cpu_op", "times_us": [1]}, {"kind": "method", "times_us": [1, 2]}]) == 2
+    assert iterations_of([]) == 0 and iterations_of([{"kind": "method"}]) == 0
+
+
+def _op(name, ops, kind="cpu_op", method="forward", instruction=1):
+    return {"name": name, "kind": kind, "method": method, "op_types": ops, "instruction_id": instruction,
+            "delegate_backend_name": "NeutronBackend" if kind == "npu_kernel" else None}
+
+
+def test_unmatched_events_are_named_with_method_and_instruction():
+    assert unmatched_events([_op("native_call_x.out", [], method="m", instruction=3),
+                             _op("native_call_add.out", ["aten.add.Tensor"]),
+                             _op("0", [], kind="npu_kernel", instruction=4),
+                             _op("1", [], kind="profiling_dump")]) == [
+        "native_call_x.out (m, instruction 3: op types none)", "0 (forward, instruction 4: op types none)"]
+
+
+def test_a_pair_is_refused_when_most_operator_events_do_not_fit():
+    where = (Path("d.etdump"), Path("r.bin"))
+    half = [_op("native_call_add.out", ["aten.add.Tensor"]), _op("native_call_mul.out", ["aten.sub.Tensor"], instruction=2)]
+    (warning,) = check_events(half, *where)
+    assert warning == ("1 event(s) do not match ETRecord r.bin, their op types may be another op's (is it the "
+                       "ETRecord of this model?): native_call_mul.out (forward, instruction 2: op types aten.sub.Tensor)")
+    with pytest.raises(AnalysisError) as info:
+        check_events(half + [_op("native_call_div.out", ["aten.sub.Tensor"], instruction=3)], *where)
+    assert str(info.value) == ("ETDump d.etdump does not belong to ETRecord r.bin: 2 of 3 operator events do not "
+                               "match the ETRecord's op types")
+    unknown = [_op("0", ["aten.add.Tensor"], kind="npu_kernel")]
+    unknown[0]["delegate_backend_name"] = None
+    with pytest.raises(AnalysisError, match="r.bin: its delegate events are unknown to the ETRecord$"):
+        check_events(unknown, *where)
+    assert check_events([_op("0", ["aten.add.Tensor"], kind="npu_kernel")], *where) == []
