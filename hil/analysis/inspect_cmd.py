@@ -40,7 +40,7 @@ def bare_time_scale(args: argparse.Namespace, etrecord: Any) -> tuple[TimeScale,
         return TimeScale.core_cycles(args.clock_mhz), "clock"
     if args.board_config is not None:
         cfg = load_board_config(path=args.board_config)
-        npu = cfg.get("simulation.npu_clock_mhz") if cfg.kind == "qemu" else None
+        npu = cfg.get("simulation.npu_clock_mhz")  # only the simulated board's file names an NPU clock
         return board_time_scale(cfg.kind, cfg.clock_mhz, neutron=has_neutron_delegate(etrecord), npu_clock_mhz=npu), cfg.name
     if args.ns:
         return TimeScale.nanoseconds(), "unknown"

@@ -340,6 +340,7 @@ def test_delegate_overhead_is_never_negative(npu_profile: dict[str, Any]) -> Non
     assert last["npu_fraction"] == 0.346535  # 70 / 202
     assert last["methods"]["forward"]["iterations"] == 1
     assert last["methods"]["forward"]["totals_us"] == last["totals_us"]
+    assert last["methods"]["forward"]["npu_fraction"] == 0.346535
 
 
 def test_reading_npu_ticks_at_the_cpu_clock_changes_the_numbers(art: dict[str, Any], tmp_path: Path) -> None:
