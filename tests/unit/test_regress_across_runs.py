@@ -246,3 +246,17 @@ def test_large_events_are_those_of_one_percent_or_more_of_the_method():
     assert run_shift({"a": 2.0, "b": 2.0, "c": 2.0, "z": 5.0}, {"a": 1.0, "b": 1.0, "c": 1.0, "z": 0.0}, "m") == 2.0
     two_large = [{"m": 100.0, "a": 40.0, "b": 40.0}] * 3 + [{"m": 200.0, "a": 80.0, "b": 80.0}]
     assert undisturbed(two_large, "m") == ([0, 1, 2, 3], [1.0] * 4)  # the method itself never decides
+
+
+def test_the_tolerance_is_a_share_of_the_baseline_not_of_the_new_time():
+    def constant(profiles, us):
+        for profile in profiles:
+            for event in profile["events"]:
+                if event["name"] == "native_call__softmax.out":
+                    event["times_us"] = [us] * len(event["times_us"])
+                    event.pop("p50_us")
+        return profiles
+
+    baseline, now = constant(runs(range(10)), 100.0), constant(runs([50]), 105.2)
+    # 5.2 us more: over 5% of the baseline's 100 us, under 5% of the new 105.2 us
+    assert [d.name for d in compare_runs(baseline, now, min_share=0.0).regressions] == ["native_call__softmax.out"]

@@ -83,3 +83,7 @@ def test_console_allocators_and_planned_buffers():
     assert facts.lines == ["pool Addr: 0x10 - 0x30", "Setting up planned buffer 0, size 128.", ""]
     assert parse_console("Core/NPU Frequency: 324.5 MHz\n").clock_mhz == 324.5
     assert isinstance(parse_console("Core/NPU Frequency: 324 MHz\n").clock_mhz, int)
+
+
+def test_the_within_run_tolerance_is_a_share_of_the_baseline():
+    assert judge(100, 0, 105.2, 0, tolerance=0.05, noise_k=0)[0] == "regression"  # 5% of 105.2 would be 5.26
