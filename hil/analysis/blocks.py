@@ -35,11 +35,10 @@ class MethodBlock:
 
 @dataclass
 class Inspected:
-    """What the Inspector made of one ETDump: the methods' blocks, the load block, notes, the ETRecord."""
+    """What the Inspector made of one ETDump: the methods' blocks, the load block, warnings."""
 
     methods: list[MethodBlock]
     load_block: Any
-    etrecord: Any
     warnings: list[str] = field(default_factory=list)
 
 
@@ -97,7 +96,7 @@ def inspect_etdump(data: bytes, etdump_path: Path, etrecord_path: Path, etrecord
     load = next((b for b in inspector.event_blocks if _method_event(b) is None), None)
     grouped: dict[str, list[Any]] = {}
     for block in executes:
-        method = block_method(block, etrecord) if len(programs) > 1 else FORWARD
+        method = block_method(block, etrecord)
         grouped.setdefault(method, []).append(block)
     order = sorted(grouped, key=lambda m: (m != FORWARD, list(programs).index(m) if m in programs else len(programs)))
     methods, notes = [], []
@@ -110,7 +109,7 @@ def inspect_etdump(data: bytes, etdump_path: Path, etrecord_path: Path, etrecord
             notes.append(f"method {method}: {kept.left_out_runs} of {kept.runs + kept.left_out_runs} run(s) had "
                          f"a different event sequence and are left out")
         methods.append(kept)
-    return Inspected(methods, load, etrecord, notes)
+    return Inspected(methods, load, notes)
 
 
 def _method_event(block: Any) -> Any:

@@ -42,7 +42,7 @@ def bare_time_scale(args: argparse.Namespace, etrecord: Any) -> tuple[TimeScale,
         return TimeScale.core_cycles(args.clock_mhz), "clock"
     if args.board_config is not None:
         cfg = load_board_config(path=args.board_config)
-        npu = cfg.get("simulation.npu_clock_mhz") if cfg.kind == "qemu" else None
+        npu = cfg.get("simulation.npu_clock_mhz")  # only the simulated board's file names an NPU clock
         return board_time_scale(cfg.kind, cfg.clock_mhz, neutron=has_neutron_delegate(etrecord), npu_clock_mhz=npu), cfg.name
     if args.ns:
         return TimeScale.nanoseconds(), "unknown"
@@ -116,5 +116,6 @@ def inspect_files(args: argparse.Namespace) -> int:
         scale, board = bare_time_scale(args, etrecord)
         profile = build_profile(path, args.etrecord, board=board, model=path.stem, simulated=False,
                                 time_scale=scale, pte_path=args.pte, etrecord=etrecord)
-    print(json.dumps(profile, indent=2) if args.json else format_table(profile))
+    # One line: the C encoder (an indent would take the pure-Python one, seconds on a large dump).
+    print(json.dumps(profile) if args.json else format_table(profile))
     return 0

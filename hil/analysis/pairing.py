@@ -37,7 +37,7 @@ def pte_mismatches(etrecord: Any, pte_path: Path) -> list[str]:
     from hil.pte import load_program
 
     program, _, _ = load_program(pte_path)
-    record_methods = set(edge_programs(etrecord)) or set((etrecord._debug_handle_map or {}))
+    record_methods = set(edge_programs(etrecord))
     found: list[str] = []
     plan_names = [plan.name for plan in program.execution_plan]
     if record_methods and set(plan_names) != record_methods:
@@ -45,7 +45,7 @@ def pte_mismatches(etrecord: Any, pte_path: Path) -> list[str]:
     delegates_of = etrecord._delegate_map or {}
     for plan in program.execution_plan:
         ops = instruction_op_types(etrecord, plan.name)
-        delegates = delegates_of.get(plan.name) or {}
+        delegates = {str(k): v for k, v in (delegates_of.get(plan.name) or {}).items()}
         for index, instruction in enumerate(plan.chains[0].instructions):
             args = instruction.instr_args
             if isinstance(args, KernelCall):
@@ -56,7 +56,7 @@ def pte_mismatches(etrecord: Any, pte_path: Path) -> list[str]:
                                  f"{', '.join(recorded) or 'no op'}")
             elif isinstance(args, DelegateCall):
                 backend = plan.delegates[args.delegate_index].id
-                recorded = (delegates.get(str(index)) or delegates.get(index) or {}).get("name")
+                recorded = delegates.get(str(index), {}).get("name")
                 if recorded != backend:
                     found.append(f"{plan.name} instruction {index}: the .pte calls delegate {backend}, "
                                  f"the ETRecord has {recorded or 'none'}")

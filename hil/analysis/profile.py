@@ -176,10 +176,9 @@ def _row(event: Any, method: str, scale: TimeScale) -> EventRow:
     neutron = delegated and ev.is_neutron(event.delegate_backend_name)
     per_us = scale.npu_ticks_per_us if neutron else scale.ticks_per_us
     metadata = ev.decode_event_metadata(event.raw_delegate_debug_metadatas) if neutron else None
-    did = event.delegate_debug_identifier
     row = EventRow(
         name=event.name, method=method, delegated=delegated, backend=event.delegate_backend_name,
-        op_types=ev.unique(event.op_types), delegate_debug_id=did if isinstance(did, (int, str)) else None,
+        op_types=ev.unique(event.op_types), delegate_debug_id=event.delegate_debug_identifier,
         instruction_id=event._instruction_id,  # no public accessor; needed to pair events
         metadata=metadata, times_us=[rounded(t / per_us) for t in event.perf_data.raw],
         start=(event.start_time or [0])[0],

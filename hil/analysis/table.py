@@ -10,6 +10,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from hil.analysis.totals import main_method
+
 _COLUMNS = (("event", 30), ("kind", 15), ("op types", 31), ("p50 {unit}", 11), ("share", 7))
 _TOTAL_LABELS = (
     ("method_execute", "Method::execute"),
@@ -82,7 +84,7 @@ def format_table(profile: dict[str, Any]) -> str:
         ]))
     lines.append("")
     if several:
-        lines.append(f"totals of method {next(iter(profile.get('methods') or {'forward': 0}))}:")
+        lines.append(f"totals of method {main_method(events)}:")
     for key, label in _TOTAL_LABELS:
         if key in totals:
             lines.append(f"{label:<38}{totals[key]:>12.3f} {unit:<5} {_pct(totals[key], method):>7}".rstrip())

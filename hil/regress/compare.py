@@ -284,14 +284,11 @@ def compare_profiles(baseline: Mapping[str, Any], current: Mapping[str, Any], **
     return compare_runs([baseline], [current], **limits)
 
 
-def _fmt_us(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
 def _rows_table(title: str, rows: list[EventDelta]) -> list[str]:
+    """A table of judged events (both sides measured)."""
     headers = ("event", "kind", "op types", "baseline us", "now us", "change %", "added us", "noise us", "p")
     cells = [
-        (d.name, d.kind, d.op_types, _fmt_us(d.baseline_us), _fmt_us(d.now_us),
+        (d.name, d.kind, d.op_types, f"{d.baseline_us:.1f}", f"{d.now_us:.1f}",
          "-" if d.change_pct is None else f"{d.change_pct:+.1f}", f"{d.delta_us:+.1f}", f"{d.noise_us:.1f}",
          "-" if d.p_value is None else f"{d.p_value:.3f}")
         for d in rows

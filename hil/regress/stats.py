@@ -106,13 +106,13 @@ def spread(values: Sequence[float]) -> float:
     return MAD_TO_SIGMA * mad(values)
 
 
-def run_shift(run: Mapping[str, float], centers: Mapping[str, float], method_key: str | None) -> float:
+def run_shift(run: Mapping[str, float], centers: Mapping[str, float], method_key: str) -> float:
     """How much slower `run` is than `centers` over its large events: the median of their ratios.
 
     A change in one operator moves one ratio and leaves the median alone; machine load slows every
     large event and moves it. 1.0 when too few large events exist to tell the two apart.
     """
-    whole = centers.get(method_key, 0.0) if method_key else 0.0
+    whole = centers.get(method_key, 0.0)
     large = [k for k, c in centers.items() if k != method_key and c > 0 and c >= SHIFT_EVENT_SHARE * whole
              and run.get(k) is not None]
     if len(large) < SHIFT_MIN_EVENTS:
@@ -120,14 +120,14 @@ def run_shift(run: Mapping[str, float], centers: Mapping[str, float], method_key
     return median([run[k] / centers[k] for k in large])
 
 
-def undisturbed(runs: list[Mapping[str, float]], method_key: str | None) -> tuple[list[int], list[float]]:
+def undisturbed(runs: list[Mapping[str, float]], method_key: str) -> tuple[list[int], list[float]]:
     """Indices of the runs in the fastest cluster (shift within DISTURBED_SHIFT of the fastest), and every
     run's shift against the medians of all. Load only ever slows a run down, so the fastest runs are
     the machine's quiet state; with fewer than SHIFT_MIN_EVENTS such runs, all are kept."""
-    keys = set().union(*runs) if runs else set()
+    keys = set().union(*runs)
     centers = {k: median([r[k] for r in runs if r.get(k) is not None]) for k in keys}
     shifts = [run_shift(r, centers, method_key) for r in runs]
-    fastest = min(shifts, default=1.0)
+    fastest = min(shifts)
     keep = [i for i, s in enumerate(shifts) if s <= fastest * (1 + DISTURBED_SHIFT)]
     return (keep if len(keep) >= SHIFT_MIN_EVENTS else list(range(len(runs)))), shifts
 

@@ -185,7 +185,8 @@ def test_corrupt_flatbuffer_body_names_the_file(art: dict[str, Any], tmp_path: P
     good[12:] = random.Random(3).randbytes(len(good) - 12)  # valid header, garbage body
     bad = tmp_path / "body.etdump"
     bad.write_bytes(bytes(good))
-    with pytest.raises(AnalysisError, match=str(bad)):
+    with pytest.raises(AnalysisError, match=rf"the Inspector cannot decode ETDump {bad} with ETRecord "
+                                            rf"{art['out'] / 'tiny.etrecord'}: [A-Za-z]+Error: "):
         build_profile(bad, art["out"] / "tiny.etrecord", board="host", model="tiny", simulated=False,
                       ticks_per_us=1000.0)
 
@@ -255,8 +256,10 @@ def _profile_event(name: str | None, instr: int, start: int, end: int, delegate_
 
 
 def _hand_etdump(path: Path, metadata: tuple[bytes | None, bytes | None] = (b"\x03", b"\x00"),
-                 prefixed: bool = True) -> None:
-    """Write the runs described above in the order the runtime ends its events."""
+                 prefixed: bool = True, dumps: bool = True, vary: bool = False) -> None:
+    """Write the runs described above; the CPU operator's events first, though they start later (the
+    analysis orders events by start time). `dumps=False` leaves out the dump events; `vary` gives
+    run 2's kernels another function code."""
     from executorch.devtools.etdump.schema_flatcc import ETDumpFlatCC, RunData
     from executorch.devtools.etdump.serialize import serialize_to_etdump_flatcc
 
@@ -265,14 +268,15 @@ def _hand_etdump(path: Path, metadata: tuple[bytes | None, bytes | None] = (b"\x
     for i in range(ITERATIONS):
         t = 100_000 * (i + 1)  # PAL
         n = 40_000 * (i + 1)   # Neutron timer
+        meta = b"\x04" if vary and i == 2 else kernel_meta
         events = [
-            _profile_event(None, 0, n, n + 1000, 0, kernel_meta),
-            _profile_event(None, 0, n + 1000, n + 2200, 1, dump_meta),
-            _profile_event("DELEGATE_CALL", 0, t + 100, t + 5100),
             _profile_event("native_call_sigmoid.out", 1, t + 5300, t + 7800),
             _profile_event("OPERATOR_CALL", 1, t + 5200, t + 8200),
-            _profile_event(None, 2, n + 5000, n + 5000 + KERNEL2[i], 0, kernel_meta),
-            _profile_event(None, 2, n + 9000, n + 11000, 1, dump_meta),
+            _profile_event(None, 0, n, n + 1000, 0, meta),
+            *([_profile_event(None, 0, n + 1000, n + 2200, 1, dump_meta)] if dumps else []),
+            _profile_event("DELEGATE_CALL", 0, t + 100, t + 5100),
+            _profile_event(None, 2, n + 5000, n + 5000 + KERNEL2[i], 0, meta),
+            *([_profile_event(None, 2, n + 9000, n + 11000, 1, dump_meta)] if dumps else []),
             _profile_event("DELEGATE_CALL", 2, t + 8300, t + 12300),
             _profile_event("Method::execute", 0, t, t + 20000 + 100 * i, chain=-1),
         ]
@@ -340,6 +344,7 @@ def test_delegate_overhead_is_never_negative(npu_profile: dict[str, Any]) -> Non
     assert last["npu_fraction"] == 0.346535  # 70 / 202
     assert last["methods"]["forward"]["iterations"] == 1
     assert last["methods"]["forward"]["totals_us"] == last["totals_us"]
+    assert last["methods"]["forward"]["npu_fraction"] == 0.346535
 
 
 def test_reading_npu_ticks_at_the_cpu_clock_changes_the_numbers(art: dict[str, Any], tmp_path: Path) -> None:
@@ -375,6 +380,35 @@ def test_neutron_metadata_missing_or_invalid(art: dict[str, Any], tmp_path: Path
     assert any("deadbe" in w for w in p["warnings"])
     last = next(e for e in p["events"] if e["name"] == "1")
     assert last["kind"] == "profiling_dump" and last["metadata"]["version"] == "3.2.0"
+
+
+def test_metadata_wins_over_position_and_a_kernel_with_ops_is_never_the_dump(art: dict[str, Any],
+                                                                            tmp_path: Path) -> None:
+    etrecord = art["out"] / "npu.etrecord"
+    _hand_etdump(tmp_path / "swapped.etdump", (b"\x00", b"\x03"))  # the kernel's says dump, the last says kernel
+    p = build_profile(tmp_path / "swapped.etdump", etrecord, board="rt700", model="two", simulated=True, ticks_per_us=PAL)
+    assert [(e["name"], e["kind"]) for e in p["events"] if e["delegate_debug_id"] is not None] == [
+        ("0", "profiling_dump"), ("1", "npu_kernel")] * 2
+    _hand_etdump(tmp_path / "nodump.etdump", (None, None), dumps=False)  # no metadata, no dump event
+    p = build_profile(tmp_path / "nodump.etdump", etrecord, board="rt700", model="two", simulated=True, ticks_per_us=PAL)
+    assert [e["kind"] for e in p["events"] if e["delegate_debug_id"] is not None] == ["npu_kernel"] * 2
+    _hand_etdump(tmp_path / "vary.etdump", vary=True)
+    p = build_profile(tmp_path / "vary.etdump", etrecord, board="rt700", model="two", simulated=True, ticks_per_us=PAL)
+    assert p["warnings"][:2] == ["event 0: metadata differs between runs"] * 2
+    assert p["events"][2]["metadata"] == {"kind": "kernel", "function_code": 3, "varies_between_runs": True}
+
+
+def test_a_dump_without_a_method_execute_or_that_the_inspector_rejects(art: dict[str, Any], tmp_path: Path) -> None:
+    from executorch.devtools.etdump.schema_flatcc import ETDumpFlatCC, RunData
+    from executorch.devtools.etdump.serialize import serialize_to_etdump_flatcc
+
+    load_only = RunData(name="Default", bundled_input_index=-1, allocators=[],
+                        events=[_profile_event("Program::load_method", 0, 0, 10, chain=-1)])
+    (tmp_path / "load.etdump").write_bytes(serialize_to_etdump_flatcc(ETDumpFlatCC(version=0, run_data=[load_only])))
+    with pytest.raises(AnalysisError) as info:
+        build_profile(tmp_path / "load.etdump", art["out"] / "npu.etrecord", board="b", model="m", simulated=False,
+                      ticks_per_us=1.0)
+    assert str(info.value) == f"ETDump {tmp_path / 'load.etdump'} holds no Method::execute event: was the method run?"
 
 
 def test_pte_memory_of_cpu_program(art: dict[str, Any], tmp_path: Path) -> None:

@@ -100,3 +100,13 @@ def test_a_pair_is_refused_when_most_operator_events_do_not_fit():
     with pytest.raises(AnalysisError, match="r.bin: its delegate events are unknown to the ETRecord$"):
         check_events(unknown, *where)
     assert check_events([_op("0", ["aten.add.Tensor"], kind="npu_kernel")], *where) == []
+
+
+def test_no_method_time_means_no_fraction():
+    from hil.analysis.totals import totals_from_events
+
+    method = {"kind": "method", "times_us": [0.5]}
+    kernel = {"kind": "npu_kernel", "times_us": [0.25], "instruction_id": 0}
+    assert totals_from_events([method, kernel], 1)[1] == 0.5
+    assert totals_from_events([], 0) == (totals_from_events([], 0)[0], None)
+    assert totals_from_events([], 0)[0]["method_execute"] == 0.0

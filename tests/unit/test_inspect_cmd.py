@@ -122,7 +122,7 @@ def test_inspect_files_with_a_board_file_and_a_pte(run_folder: Path, capsys: pyt
                  board_config=REPO / "boards" / "qemu.toml", pte=run_folder / "model.pte")
     assert inspect_files(args) == 0
     out = capsys.readouterr().out
-    assert out.startswith('{\n  "schema": "et-hil/profile/1",\n  "board": "qemu",\n')
+    assert out.startswith('{"schema": "et-hil/profile/1", "board": "qemu", ') and out.count("\n") == 1
     profile = json.loads(out)
     assert (profile["board"], profile["model"], profile["simulated"]) == ("qemu", "trace", False)
     assert profile["memory"]["pte"]["file_bytes"] == (run_folder / "model.pte").stat().st_size
@@ -171,3 +171,17 @@ def test_the_command_line_takes_one_clock_at_most():
     assert parser.parse_args(["inspect", "run"]).etrecord is None
     with pytest.raises(SystemExit):
         parser.parse_args(["inspect", "d", "--ns", "--clock-mhz", "1"])
+
+
+def test_the_manifests_clock_name_and_board_win(run_folder: Path):
+    manifest = json.loads((run_folder / "manifest.json").read_text())
+    manifest.update(time_scale=TimeScale(2000.0).to_dict(), model="elsewhere/net.py:factory", model_name="net",
+                    board="rt700")
+    (run_folder / "manifest.json").write_text(json.dumps(manifest))
+    (run_folder / "serial.log").write_bytes(b"\xff\xfe garbage\r\nInference time: 9 us\r\n")
+    (run_folder / "model.pte").unlink()
+    profile = inspect_run(run_folder)
+    (method,) = [e for e in profile["events"] if e["kind"] == "method"]
+    assert method["times_us"] == [round(t / 2000, 3) for t in _method_ns(run_folder / "trace.etdump")[1:]]
+    assert (profile["model"], profile["board"], profile["simulated"]) == ("net", "rt700", False)
+    assert profile["console"]["inference_times_us"] == [9] and "pte" not in profile["memory"]

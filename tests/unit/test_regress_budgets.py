@@ -163,3 +163,12 @@ def test_every_broken_limit_is_described_with_its_numbers():
     assert text == ("budget exceeded for model 'None' on board 'None' (budget from here):\n"
                     "  - total latency (Method::execute p50): measured not measured, limit (max) 1 us\n"
                     "  artifacts: (unknown)")
+
+
+def test_odd_inputs_are_violations_not_crashes():
+    (violation,) = check_budget({}, budget_from_mapping({"ops": {"a": 1}}, "t"))
+    assert violation.detail == "no event has this name or op type"
+    (violation,) = check_budget({"memory": {"model_size_bytes": "big"}},
+                                budget_from_mapping({"memory": {"model_size_bytes": 1}}, "t"))
+    assert violation.measured is None
+    assert memory_footprint({"planned_buffers": [100, 28]}) == 128

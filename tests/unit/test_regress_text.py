@@ -13,19 +13,21 @@ DELTAS = [
                "regression", 0.0909),
     EventDelta("cpu_op:native_call_add.out#0", "cpu_op", "native_call_add.out", "-", 50.0, None, 0.0, "removed"),
     EventDelta("cpu_op:x#0", "cpu_op", "x", "-", 200.0, 150.0, 1.25, "improvement"),
+    EventDelta("cpu_op:new#0", "cpu_op", "new op", "-", 0.0, 5.0, 0.0, "regression"),
 ]
 
 
 def test_the_comparison_table_reads_as_written():
     text = format_comparison(Comparison(DELTAS, 0.05, 3.0, 0.0, ["a note"]))
     assert text.splitlines() == [
-        "1 regression(s), 1 improvement(s) among 3 events (tolerance 5%, noise 3 sigma)",
+        "2 regression(s), 1 improvement(s) among 4 events (tolerance 5%, noise 3 sigma)",
         "a note",
         "",
-        "worst regressions (of 1):",
+        "worst regressions (of 2):",
         "event         kind        op types                  baseline us  now us  change %  added us  noise us      p",
         "------------  ----------  ------------------------  -----------  ------  --------  --------  --------  -----",
         "npu kernel 3  npu_kernel  aten.convolution.default        100.0   112.0     +12.0     +12.0       3.0  0.091",
+        "new op        cpu_op      -                                 0.0     5.0         -      +5.0       0.0      -",
         "",
         "improvements (of 1):",
         "event  kind    op types  baseline us  now us  change %  added us  noise us  p",
@@ -68,6 +70,12 @@ def test_the_within_run_rule_at_its_boundaries():
     assert (verdict, noise) == ("unchanged", pytest.approx(2 * 1.4826))
 
 
+def test_metadata_text_is_read_as_latin_1():
+    from hil.analysis.events import metadata_bytes
+
+    assert metadata_bytes("\xff") == b"\xff" and metadata_bytes("\u0100") == b"?"
+
+
 def test_console_allocators_and_planned_buffers():
     facts = parse_console("pool Addr: 0x10 - 0x30\r\nSetting up planned buffer 0, size 128.\r\n")
     assert facts.allocators == {"pool": AllocatorUsage(0, 0, 16, 48)}
@@ -75,3 +83,7 @@ def test_console_allocators_and_planned_buffers():
     assert facts.lines == ["pool Addr: 0x10 - 0x30", "Setting up planned buffer 0, size 128.", ""]
     assert parse_console("Core/NPU Frequency: 324.5 MHz\n").clock_mhz == 324.5
     assert isinstance(parse_console("Core/NPU Frequency: 324 MHz\n").clock_mhz, int)
+
+
+def test_the_within_run_tolerance_is_a_share_of_the_baseline():
+    assert judge(100, 0, 105.2, 0, tolerance=0.05, noise_k=0)[0] == "regression"  # 5% of 105.2 would be 5.26

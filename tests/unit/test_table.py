@@ -81,12 +81,15 @@ def test_long_lists_of_mismatches_name_eight_and_count_the_rest():
 
 
 def test_a_profile_written_before_methods_and_units_existed():
-    old = {"model": "m", "board": "b", "iterations": 1, "events": [{"name": "Method::execute", "kind": "method"},
-                                                                  {"name": "x", "kind": "cpu_op", "p50_us": 1.0}]}
+    old = {"model": "m", "board": "b", "iterations": 1,
+           "events": [{"name": "Method::execute", "kind": "method", "p50_us": 0.5},
+                      {"name": "x" * 30, "kind": "cpu_op", "p50_us": 0.25}, {"name": "y", "kind": "cpu_op"}],
+           "warnings": ["a" * 92]}
     assert format_table(old).splitlines()[3:6] == [
-        "Method::execute               method                                             0.000",
-        "x                             cpu_op                                             1.000",
-        "",
+        "Method::execute               method                                             0.500 100.0%",
+        "xxxxxxxxxxxxxxxxxxxxxxxxxxxx~ cpu_op                                             0.250  50.0%",
+        "y                             cpu_op                                             0.000",
     ]
+    assert format_table(old).splitlines()[-2:] == ["warning:", "  " + "a" * 92]  # 101 characters do not fit
     assert format_table({"model": "m", "board": "b"}).splitlines()[-2:] == [
         "NPU fraction                                   n/a", "CPU fallback ops: none"]
