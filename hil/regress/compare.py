@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hil.analysis.events import DELEGATE_CALL, METHOD
 from hil.regress.identity import UNJUDGED_KINDS, display_name, keyed_events, op_types_text
 from hil.regress.stats import (DISTURBED_SHIFT, MAD_TO_SIGMA, event_spread, median, rank_p_value, run_shift,
                                spread, undisturbed)
@@ -57,6 +58,9 @@ def parse_tolerance(text: str) -> float:
     return value / 100.0 if text.endswith("%") or value >= 1 else value
 
 
+# Events that contain others (a method its operators and delegate calls, a delegate call its kernels)
+# rank after what they contain when regressions are named.
+_CONTAINER_RANK = {DELEGATE_CALL: 1, METHOD: 2}
 REGRESSION, IMPROVEMENT, UNCHANGED, ADDED, REMOVED = "regression", "improvement", "unchanged", "added", "removed"
 UNJUDGED = "unjudged"
 
@@ -106,8 +110,12 @@ class Comparison:
 
     @property
     def regressions(self) -> list[EventDelta]:
-        """Largest time added per inference first."""
-        return sorted(self._by(REGRESSION), key=lambda d: -d.delta_us)
+        """Operators first, then the delegate calls and methods that contain them; largest time added first.
+
+        A method's time includes every operator's, so when one convolution slows down `Method::execute`
+        adds at least as much and would otherwise always be named first, hiding the cause.
+        """
+        return sorted(self._by(REGRESSION), key=lambda d: (_CONTAINER_RANK.get(d.kind, 0), -d.delta_us))
 
     @property
     def improvements(self) -> list[EventDelta]:

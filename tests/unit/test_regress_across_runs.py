@@ -76,6 +76,18 @@ def test_regressions_are_ordered_by_the_time_they_add():
     assert names[:2] == sorted(names[:2], key=lambda n: -added[n]) and set(names) >= {f"npu kernel {small}", f"npu kernel {large}"}
 
 
+def test_an_operator_is_named_before_the_method_and_call_that_contain_it():
+    baseline = runs(range(10))
+    kernels = {e["name"]: e["p50_us"] for e in baseline[0]["events"] if e["kind"] == "npu_kernel"}
+    largest = max(kernels, key=kernels.get)
+    now = runs([50], slow={("npu_kernel", largest, 0): 2.0})  # the call and the method add at least as much
+    comparison = compare_runs(baseline, now)
+    names = [d.name for d in comparison.regressions]
+    assert names == [f"npu kernel {largest}", "DELEGATE_CALL", "Method::execute"]
+    added = {d.name: d.delta_us for d in comparison.regressions}
+    assert added["Method::execute"] > added[f"npu kernel {largest}"]  # so the order is not the time added alone
+
+
 def test_a_tiny_event_doubling_is_below_the_minimum_effect():
     def tiny_softmax(profiles, us):
         for index, profile in enumerate(profiles):
