@@ -8,11 +8,17 @@ run after the first is judged against the previous (up to 10) unchanged runs, as
 re-runs (default 2) made on the spot, as `--hil-confirm 2` does. Printed: false alarms among the 29
 comparisons of unchanged runs, and how often the wider convolution was caught and named first, with
 and without confirmation.
+
+`--load-jobs N` keeps N busy processes running beside the runs (another job's compilers or test
+workers on the same cores); `--load-duty F` makes each busy for a share F of the time, in bursts of
+20-400 ms, as a test suite is. With N equal to the number of cores and F = 1 every run is stretched
+by time slicing all along, and the verdict should say "not judged" rather than cry wolf.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -25,8 +31,18 @@ from hil.analysis.profile import TimeScale, build_profile  # noqa: E402
 from hil.buffers.host_runtime import host_etdump  # noqa: E402
 from hil.regress.compare import Comparison, compare_runs  # noqa: E402
 from hil.regress.stats import drop_warmup  # noqa: E402
+from hil.road.process import spawn  # noqa: E402
 
 TARGET = "cpu_op:native_call_convolution.out#2"  # the third convolution: the one made wider
+# A busy process: bursts of 20-400 ms busy, idle long enough between them to be busy a share `duty` of the time.
+_BURSTS = """import random, time
+while True:
+    busy = random.uniform(0.02, 0.4)
+    end = time.monotonic() + busy
+    while time.monotonic() < end:
+        pass
+    time.sleep(busy * (1 - {duty}) / {duty})
+"""
 
 
 def run_once(compiled: CompiledModel, iterations: int, work: Path) -> dict:
@@ -51,7 +67,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--confirm", type=int, default=2)
+    parser.add_argument("--load-jobs", type=int, default=0, metavar="N", help="busy processes run beside (default 0)")
+    parser.add_argument("--load-duty", type=float, default=1.0, metavar="F", help="share of time each is busy (default 1)")
     args = parser.parse_args()
+    # Started with the parent-death signal, so an interrupted bench leaves no busy process behind.
+    job = _BURSTS.format(duty=min(max(args.load_duty, 0.01), 1.0))
+    load = [spawn([sys.executable, "-c", job], stdin=subprocess.DEVNULL) for _ in range(args.load_jobs)]
+    try:
+        measure(args)
+    finally:
+        for job in load:
+            job.kill()
+            job.wait(timeout=10)
+
+
+def measure(args: argparse.Namespace) -> None:
+    """Run the nightly sequence and print the tallies (see the module docstring)."""
     models = {name: export_model(f"{HERE / 'noise_models.py'}:{name}", delegate="none") for name in ("narrow", "wide")}
     order = ["narrow"] * 10 + ["narrow", "narrow", "wide"] * 10
     history: list[dict] = []
@@ -77,6 +108,8 @@ def main() -> None:
                       f"{'REGRESSION ' + first[1] if verdicts[1].has_regression else 'ok'}", flush=True)
             if name == "narrow":
                 history.append(profile)
+    print(f"beside {args.load_jobs} busy process(es), each busy {100 * args.load_duty:.0f}% of the time:" if args.load_jobs
+          else "beside no busy process of the bench's own (only what else the machine runs):")
     for i, label in enumerate(("one run", f"with {args.confirm} confirmation re-run(s)")):
         print(f"{label}: false alarms {tally['alarm'][i]} of {tally['same']} comparisons of unchanged runs; "
               f"wider convolution caught and named first {tally['caught'][i]} of {tally['wide']}; "

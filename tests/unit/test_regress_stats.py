@@ -9,7 +9,7 @@ import pytest
 
 from hil.analysis.statistics import mad, percentile, summarize
 from hil.errors import AnalysisError
-from hil.regress.stats import MAD_TO_SIGMA, add_statistics, drop_warmup
+from hil.regress.stats import MAD_TO_SIGMA, add_statistics, drop_warmup, event_fastest
 from test_regress_synth import synth_profile
 
 
@@ -80,3 +80,9 @@ def test_no_warmup_gives_an_independent_copy_and_trims_dispatch_too():
         drop_warmup(profile, 4)
     unknown = {k: v for k, v in profile.items() if k != "iterations"}
     assert "iterations" not in drop_warmup(unknown, 1) and len(drop_warmup(unknown, 1)["events"][0]["times_us"]) == 3
+
+
+def test_the_fastest_iteration_comes_from_the_times_else_from_a_history_row():
+    assert event_fastest({"times_us": [4.0, 2.0, 9.0], "min_us": 1.0}) == 2.0
+    assert event_fastest({"min_us": 3.0, "p50_us": 5.0}) == 3.0  # a run rebuilt from the history database
+    assert event_fastest({"p50_us": 5.0}) == 5.0 and event_fastest({}) == 0.0
