@@ -63,9 +63,12 @@ test: setup firmware-check
 mutation: setup
 	@$(PY) -m pip install -q --disable-pip-version-check -e ".[mutation]" 2>&1 | grep -v "^WARNING: Location" || true
 	rm -rf mutants
-	$(VENV)/bin/mutmut run --max-children 2 > /dev/null || true
+	@echo "mutmut's own output goes to mutmut-run.log"
+	$(VENV)/bin/mutmut run --max-children 2 > mutmut-run.log 2>&1 || true
 	@$(VENV)/bin/mutmut export-cicd-stats > /dev/null
-	@$(PY) -c "import json; s = json.load(open('mutants/mutmut-cicd-stats.json')); k = s['killed'] + s['timeout'] + s['segfault']; \
+	@$(PY) -c "import json, sys; s = json.load(open('mutants/mutmut-cicd-stats.json')); k = s['killed'] + s['timeout'] + s['segfault']; \
+	  judged = k + s['survived'] + s['no_tests']; \
+	  judged or sys.exit(f\"mutmut judged none of {s['total']} mutants: its test run failed, see the end of mutmut-run.log\"); \
 	  print(f\"mutation score: {k} of {s['total']} mutants killed ({100 * k / s['total']:.1f}%), {s['survived']} survived, {s['no_tests']} not reached by a test\")"
 
 clean-cache:
