@@ -223,13 +223,13 @@ def _quiet_third_party() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _quiet_third_party()  # first: importing torch and executorch must not print over a one-line error
     if (sys.argv[1:] if argv is None else argv)[:1] == ["inspect"]:
-        # Loaded before anything else, the Inspector's large ETDumps cost no extra seconds of mmap/munmap
-        # system time (bench/inspect_speed.py measures the whole command against a bare Inspector).
+        # Loaded before the harness's own modules, the Inspector's large ETDumps cost no extra second of
+        # mmap/munmap system time (bench/inspect_speed.py measures the whole command against a bare Inspector).
         import executorch.devtools  # noqa: F401
     from hil.road.process import stop_children_on_sigterm
 
-    _quiet_third_party()
     stop_children_on_sigterm()
     parser = build_parser()
     args = parser.parse_args(argv)  # argparse exits 2 on a usage error
