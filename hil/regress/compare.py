@@ -23,8 +23,8 @@ Timestamps from the host runtime (nanoseconds on a shared machine) also carry ma
 job on the same cores only ever adds time, in bursts that hit some iterations and not others, so on
 host time a run's figure for an event is its fastest iteration (measured on this kind of machine, the
 p50 of 10 iterations let 2-4 of 29 comparisons of an unchanged model fail while another suite ran;
-the fastest iteration let at most 1). Sustained load slows every large operator of a run alike. Such runs are told apart from a
-program change by their overall shift (the median ratio of the large events to the baseline): baseline
+the fastest iteration let at most 1). Sustained load slows every large operator of a run alike.
+Such runs are told apart from a program change by their overall shift (the median ratio of the large events to the baseline): baseline
 runs outside the fastest cluster are left out of the baseline, and a new run shifted by more than 20%
 is "not judged: machine load" (re-run it). A new run shifted by less than that is judged, but each
 event's limit grows by the shift (limit + (shift - 1) x median(B)): an operator must be slower than
@@ -45,8 +45,8 @@ from typing import Any
 
 from hil.analysis.events import DELEGATE_CALL, METHOD
 from hil.regress.identity import UNJUDGED_KINDS, display_name, keyed_events, op_types_text
-from hil.regress.stats import (DISTURBED_SHIFT, MAD_TO_SIGMA, event_fastest, event_spread, median, rank_p_value, run_shift,
-                               spread, undisturbed)
+from hil.regress.stats import (DISTURBED_SHIFT, MAD_TO_SIGMA, event_fastest, event_spread, median, rank_p_value,
+                               run_shift, spread, undisturbed)
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_NOISE_K = 3.0
@@ -243,20 +243,20 @@ class _Limits:
 def _verdict(kind: str, b: list[_Sample], x: list[_Sample], limits: _Limits,
              disturbed: bool) -> tuple[str, float, float | None]:
     """Verdict, noise (us) and rank p-value of one event (see the module docstring)."""
-    b50, x50 = [s.value for s in b], [s.value for s in x]
+    before, after = [s.value for s in b], [s.value for s in x]
     across = len(b) >= MIN_BASELINE_RUNS
     if across:
-        noise = limits.noise_k * spread(b50)
+        noise = limits.noise_k * spread(before)
     else:
         noise = limits.noise_k * MAD_TO_SIGMA * math.hypot(median([s.mad for s in b]), median([s.mad for s in x]))
     if disturbed or min(s.n for s in [*b, *x]) == 1:
         return UNJUDGED, noise, None
     if kind in UNJUDGED_KINDS:
         return UNCHANGED, noise, None
-    center, delta = median(b50), median(x50) - median(b50)
+    center, delta = median(before), median(after) - median(before)
     limit = max(limits.tolerance * center, limits.min_effect_us, limits.min_delta_us, noise) + limits.load * center
     if delta > limit:
-        p_value = rank_p_value(x50, b50) if across else None
+        p_value = rank_p_value(after, before) if across else None
         return (REGRESSION if p_value is None or p_value <= limits.alpha else UNCHANGED), noise, p_value
     if -delta > limit:
         return IMPROVEMENT, noise, None
