@@ -277,13 +277,13 @@ def _drop_disturbed(base: list[dict[str, _Sample]], now: list[dict[str, _Sample]
     base = [base[i] for i in keep]
     centers = {k: median([r[k].value for r in base if k in r]) for k in base[0]}
     shifts = [run_shift(r, centers, _METHOD_KEY) for r in as_values(now)]
-    kept = [r for r, s in zip(now, shifts) if s <= 1 + DISTURBED_SHIFT]
+    kept_at = [i for i, s in enumerate(shifts) if s <= 1 + DISTURBED_SHIFT]
+    kept = [now[i] for i in kept_at]
     if len(kept) < len(now):
         worst = max(shifts)
         notes.append(f"{len(now) - len(kept)} of {len(now)} new run(s) slowed as a whole (x{worst:.2f} over every large "
                      f"event): machine load, not the program" + ("; not judged: re-run (--hil-confirm N)" if not kept else ""))
-    kept_shifts = [s for s in shifts if s <= 1 + DISTURBED_SHIFT]
-    load = max(0.0, median(kept_shifts) - 1.0) if kept_shifts else 0.0
+    load = max(0.0, median([shifts[i] for i in kept_at]) - 1.0) if kept_at else 0.0
     if load >= LOAD_NOTE_SHIFT:
         notes.append(f"new run(s) {100 * load:.0f}% slower as a whole (machine load): every limit widened by as much")
     return base, kept, now, load
