@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tiny_models import linear_relu_source
+
 REPO = Path(__file__).resolve().parents[2]
 DATA_FOLDERS = ("boards", "budgets", "firmware")
 
@@ -60,23 +62,7 @@ USER_TESTS = textwrap.dedent(
     """
 )
 
-USER_MODEL = textwrap.dedent(
-    """
-    import torch
-
-    class Small(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            torch.manual_seed(0)
-            self.fc = torch.nn.Linear(16, 4)
-
-        def forward(self, x):
-            return torch.relu(self.fc(x))
-
-    def factory():
-        return Small().eval(), (torch.randn(1, 16),)
-    """
-)
+USER_MODEL = linear_relu_source(inputs=16, outputs=4, name="Small")
 
 
 def _tracked_files() -> list[str]:

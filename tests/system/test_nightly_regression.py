@@ -12,22 +12,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from hil.regress import history
+from tiny_models import linear_relu_source
 
-TINY = '''
-import torch
-
-class Tiny(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.fc = torch.nn.Linear(16, 8)
-
-    def forward(self, x):
-        return torch.relu(self.fc(x))
-
-def factory():
-    return Tiny().eval(), (torch.randn(1, 16),)
-'''
+TINY = linear_relu_source(inputs=16, outputs=8)
 
 SUITE = '''
 MODEL = {model!r}

@@ -15,23 +15,9 @@ import subprocess
 import sys
 import textwrap
 
-TINY = textwrap.dedent(
-    """
-    import torch
+from tiny_models import linear_relu_source
 
-    class Tiny(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            torch.manual_seed(0)
-            self.fc = torch.nn.Linear(16, 8)
-
-        def forward(self, x):
-            return torch.relu(self.fc(x))
-
-    def factory():
-        return Tiny().eval(), (torch.randn(1, 16),)
-    """
-)
+TINY = linear_relu_source(inputs=16, outputs=8)
 
 SUITE = textwrap.dedent(
     """

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tiny_models import linear_relu_source
+
 # The xunit2 rules pytest follows (its default junit_family), written out for this test: a testcase
 # holds only outcome and output elements, and properties live in the testsuite.
 XUNIT2_XSD = """<?xml version="1.0" encoding="UTF-8"?>
@@ -73,23 +75,7 @@ XUNIT2_XSD = """<?xml version="1.0" encoding="UTF-8"?>
 </xs:schema>
 """
 
-TINY = textwrap.dedent(
-    """
-    import torch
-
-    class Tiny(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            torch.manual_seed(1)
-            self.fc = torch.nn.Linear(8, 4)
-
-        def forward(self, x):
-            return torch.relu(self.fc(x))
-
-    def factory():
-        return Tiny().eval(), (torch.randn(1, 8),)
-    """
-)
+TINY = linear_relu_source(inputs=8, outputs=4, seed=1)
 
 SUITE = textwrap.dedent(
     """
