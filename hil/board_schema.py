@@ -116,6 +116,9 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
         "reset_monitor": text(non_empty=True),
         # In a lab: the path ser2net serves as this QEMU's console; the board links it to QEMU's pty (hil.lab).
         "serial_pty": text(non_empty=True),
+        # What the board runs (hil.firmware.qemu_firmware) and QEMU's instruction counting (-icount shift=N).
+        "firmware": choice("runtime", "replay", "auto"),
+        "icount_shift": integer(at_least=0),
     },
     "debug": {
         "gdb": text(non_empty=True),

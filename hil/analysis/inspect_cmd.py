@@ -75,14 +75,26 @@ def inspect_run(folder: Path) -> dict[str, Any]:
     profile = build_profile(
         folder / "trace.etdump", folder / "etrecord.bin",
         board=str(manifest.get("board")), model=_model_name(manifest),
-        simulated=manifest.get("board") != "rt700" if "board" in manifest else (folder / "simulation.json").is_file(),
+        simulated=_simulated(folder, manifest),
         time_scale=_run_scale(folder, manifest), console=console,
         pte_path=folder / "model.pte" if (folder / "model.pte").is_file() else None,
     )
     profile["delegate"] = manifest.get("delegate")
+    for key, recorded in (("firmware", "firmware_kind"), ("time_base", "time_base")):  # what ran on a QEMU board
+        if manifest.get(recorded) is not None:
+            profile[key] = manifest[recorded]
     if manifest.get("warmup"):
         profile = drop_warmup(profile, int(manifest["warmup"]))
     return profile
+
+
+def _simulated(folder: Path, manifest: dict[str, Any]) -> bool:
+    """As the run recorded it; runs from before that record: any board but the RT700 was simulated."""
+    if isinstance(manifest.get("simulated"), bool):
+        return bool(manifest["simulated"])
+    if "board" in manifest:
+        return manifest.get("board") != "rt700"
+    return (folder / "simulation.json").is_file()
 
 
 def _model_name(manifest: dict[str, Any]) -> str:
