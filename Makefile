@@ -7,7 +7,8 @@ SHELL := /bin/bash
 PYTHON_BOOT ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi gdb-multiarch ser2net
+APT_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi gdb-multiarch ser2net \
+  cmake ninja-build git
 # The venv is rebuilt only when the project's pins change.
 VENV_STAMP := $(VENV)/.et-hil-$(shell cat pyproject.toml | sha256sum | cut -c1-16)
 # labgrid lives in its own venv: it needs pyserial-labgrid, a fork that installs the same `serial` package as
@@ -18,8 +19,12 @@ LABGRID_PIN := labgrid==26.0.1
 LAB_STAMP := $(LAB_VENV)/.et-hil-$(LABGRID_PIN)
 DEMO_OUT ?= hil-artifacts/demo
 TEST_ARGS ?=
+# The pinned firmware sources (firmware/rt700/pins.toml): the QEMU board builds the real firmware from
+# them, the RT700 build test links from them. `sources` assembles them once (HIL_GIT_BASE: a local
+# mirror; else the public host, if it answers quickly) and says in one line when they cannot be had.
+HIL_SOURCES ?= $(or $(RT700_SDK_DIR),$(HOME)/.cache/et-hil/rt700-sdk)
 
-.PHONY: demo test setup apt venv lab-venv clean-cache firmware firmware-check mutation
+.PHONY: demo test setup apt venv lab-venv sources clean-cache firmware firmware-check mutation
 
 setup: apt venv lab-venv
 
@@ -50,12 +55,16 @@ $(LAB_STAMP):
 	@$(LAB_VENV)/bin/labgrid-client --help >/dev/null
 	@rm -f $(LAB_VENV)/.et-hil-*; touch $@
 
-demo: setup
-	$(VENV)/bin/hil run --board qemu --model cifar10 --out $(DEMO_OUT)/cifar10
-	$(VENV)/bin/hil run --board qemu --model ds_cnn --out $(DEMO_OUT)/ds_cnn
+sources: venv
+	@$(PY) -m hil.firmware.workspace --optional -q --dest $(HIL_SOURCES)
 
-test: setup firmware-check
-	$(PY) -m pytest --board qemu $(TEST_ARGS)
+demo: setup sources
+	RT700_SDK_DIR=$(HIL_SOURCES) $(VENV)/bin/hil run --board qemu --model cifar10 --delegate none --out $(DEMO_OUT)/cifar10
+	RT700_SDK_DIR=$(HIL_SOURCES) $(VENV)/bin/hil run --board qemu --model cifar10 --out $(DEMO_OUT)/cifar10-npu
+	RT700_SDK_DIR=$(HIL_SOURCES) $(VENV)/bin/hil run --board qemu --model ds_cnn --out $(DEMO_OUT)/ds_cnn
+
+test: setup sources firmware-check
+	RT700_SDK_DIR=$(HIL_SOURCES) $(PY) -m pytest --board qemu $(TEST_ARGS)
 
 # Mutation testing of the code that computes what users act on (hil/analysis/, hil/regress/compare.py,
 # budgets.py, stats.py; the list is [tool.mutmut] in pyproject.toml). Not part of `make test`: it runs

@@ -70,11 +70,11 @@ void print_allocator(const char* name, const hil::PeakAllocator& a) {
          total == 0 ? 0U : static_cast<unsigned>(100ULL * used / total));
 }
 
-/* Microseconds between two PAL tick readings, by the same ratio the ETDump uses. */
+/* Microseconds between two PAL tick readings, by the same ratio the ETDump uses, to the nearest. */
 uint32_t ticks_to_us(et_timestamp_t start, et_timestamp_t end) {
   const et_tick_ratio_t r = et_pal_ticks_to_ns_multiplier();
   const uint64_t ns = (end - start) * r.numerator / r.denominator;
-  return static_cast<uint32_t>(ns / 1000U);
+  return static_cast<uint32_t>((ns + 500U) / 1000U);
 }
 
 /* The run count: from the harness's debugger when it wrote one, else 1 measured run (said on the console). */
