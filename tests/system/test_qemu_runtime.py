@@ -176,3 +176,28 @@ def test_a_count_the_etdump_buffer_cannot_hold_is_refused_before_any_inference(t
     # Refused at the handshake: nothing was written to the target, so nothing was traced or dumped.
     assert "(set by the debugger)" not in (tmp_path / "many" / "serial.log").read_text()
     assert not (tmp_path / "many" / "trace.etdump").exists()
+
+
+def test_a_simulated_neutron_program_runs_on_the_target_with_the_simulations_kernel_times(tmp_path) -> None:
+    """cifar10 lowered to the simulated Neutron backend: the image's NeutronSimBackend posts each call's
+    kernels; their durations in the dumped bytes equal simulation.json's (the Python port of
+    NeutronBackend.cpp's rule over the same records), every iteration alike."""
+    from executorch.devtools.etdump.serialize import deserialize_from_etdump_flatcc
+
+    run = tmp_path / "sim"
+    done = subprocess.run([*HIL, "run", "--board", "qemu", "--model", "cifar10", "--delegate", "neutron-sim",
+                           "--iterations", "2", "--out", str(run)], cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    profile = json.loads((run / "profile.json").read_text())
+    assert profile["firmware"] == "runtime" and "delegated outputs are not computed (simulated NPU)" in profile["notes"][-1]
+    truth = json.loads((run / "simulation.json").read_text())
+    wanted = {(d["instruction_id"], k["index"]): k["ticks"] for d in truth["delegates"] for k in d["kernels"]}
+    assert len(wanted) >= 4
+    dump = deserialize_from_etdump_flatcc((run / "trace.etdump").read_bytes())
+    for block in (r for r in dump.run_data if r.name == "Execute"):
+        posted = {}
+        for event in block.events:
+            p = event.profile_event
+            if p is not None and p.name is None and (p.instruction_id, p.delegate_debug_id_int) in wanted:
+                posted[(p.instruction_id, p.delegate_debug_id_int)] = p.end_time - p.start_time
+        assert posted == wanted

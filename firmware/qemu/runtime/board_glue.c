@@ -67,3 +67,7 @@ void hil_board_exit(int status)
 /* newlib's start-up hooks; this image runs its constructors itself (../startup.c). */
 void _init(void) {}
 void _fini(void) {}
+
+/* What crtbegin would define (-nostartfiles leaves it out): the handle C++ static objects with
+ * destructors register under (__cxa_atexit); this image never returns from main to run them. */
+void *__dso_handle = &__dso_handle;
