@@ -163,7 +163,7 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checke
         if cfg.kind == "rt700":
             check_image_carries(checked.elf, request.out_dir / "model.pte", board=cfg.name)
         return PreparedImage(checked.elf, TimeScale.core_cycles(cfg.clock_mhz))
-    from hil.firmware.qemu_firmware import RUNTIME_TICK_MHZ, choose_qemu_firmware
+    from hil.firmware.qemu_firmware import RUNTIME_TICK_MHZ, choose_qemu_firmware, runtime_time_scale
 
     firmware = choose_qemu_firmware(cfg, checked.delegate, crafted=bool(request.image_options))
     if firmware.notice:
@@ -178,8 +178,9 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checke
         with timer.step("build_image", "build the QEMU runtime image (ExecuTorch on the emulated Cortex-M33)"):
             elf = build_runtime_image(pte, RuntimeSources.from_workspace(firmware.workspace), flatc=wheel_flatc(),
                                       options={"HIL_SIM_NPU_CLOCK_MHZ": f"{npu_mhz:g}"})
-        truth = simulation_truth(pte, npu_mhz, RUNTIME_TICK_MHZ) if checked.delegate == "neutron-sim" else None
-        return PreparedImage(elf, TimeScale.core_cycles(RUNTIME_TICK_MHZ, npu_mhz), truth, firmware="runtime")
+        runs = checked.plan.runs
+        truth = simulation_truth(pte, npu_mhz, RUNTIME_TICK_MHZ, runs) if checked.delegate == "neutron-sim" else None
+        return PreparedImage(elf, runtime_time_scale(cfg), truth, firmware="runtime")
     from hil.buffers.simulated import simulated_buffer
     from hil.firmware.qemu_image import build_qemu_image
 
@@ -276,12 +277,10 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
             )
         profile["delegate"] = delegate
         if request.board.kind == "qemu":
-            from hil.firmware.qemu_firmware import time_base
+            from hil.firmware.qemu_firmware import annotations
 
-            provenance["time_base"] = time_base(request.board, "runtime" if prepared.firmware == "runtime" else "replay")
-            profile.update(firmware=prepared.firmware, time_base=provenance["time_base"])
-            if prepared.firmware == "runtime" and simulation is not None:
-                profile["notes"] = [*profile.get("notes", []), simulation["note"]]
+            provenance["annotations"] = annotations(request.board, prepared.firmware, simulation)
+            profile.update(provenance["annotations"])
         if request.warmup:  # build_profile already summarised every event
             profile = drop_warmup(profile, request.warmup)
         profile["harness_steps_s"] = {**timer.seconds, **capture.steps_s}

@@ -43,7 +43,13 @@ def bare_time_scale(args: argparse.Namespace, etrecord: Any) -> tuple[TimeScale,
     if args.board_config is not None:
         cfg = load_board_config(path=args.board_config)
         npu = cfg.get("simulation.npu_clock_mhz")  # only the simulated board's file names an NPU clock
-        return board_time_scale(cfg.kind, cfg.clock_mhz, neutron=has_neutron_delegate(etrecord), npu_clock_mhz=npu), cfg.name
+        neutron = has_neutron_delegate(etrecord)
+        if cfg.kind == "qemu":
+            from hil.firmware.qemu_firmware import runtime_time_scale, would_run_runtime
+
+            if would_run_runtime(cfg):  # what `hil run` on this board file runs now
+                return runtime_time_scale(cfg), cfg.name
+        return board_time_scale(cfg.kind, cfg.clock_mhz, neutron=neutron, npu_clock_mhz=npu), cfg.name
     if args.ns:
         return TimeScale.nanoseconds(), "unknown"
     return TimeScale.raw_ticks(), "unknown"
@@ -80,9 +86,7 @@ def inspect_run(folder: Path) -> dict[str, Any]:
         pte_path=folder / "model.pte" if (folder / "model.pte").is_file() else None,
     )
     profile["delegate"] = manifest.get("delegate")
-    for key, recorded in (("firmware", "firmware_kind"), ("time_base", "time_base")):  # what ran on a QEMU board
-        if manifest.get(recorded) is not None:
-            profile[key] = manifest[recorded]
+    profile.update(manifest.get("annotations") or {})  # what the run said beside the dump (what ran on QEMU)
     if manifest.get("warmup"):
         profile = drop_warmup(profile, int(manifest["warmup"]))
     return profile

@@ -108,6 +108,8 @@ def format_table(profile: dict[str, Any]) -> str:
     if console.get("inference_times_us"):
         times = ", ".join(f"{t:.0f}" if float(t).is_integer() else f"{t:g}" for t in console["inference_times_us"])
         lines.append(f"console inference time: {times} us")
+    if profile.get("delegated_outputs"):
+        lines.append(f"note: {profile['delegated_outputs']}")
     for label, key in (("note", "notes"), ("warning", "warnings")):
         for text in profile.get(key, []):
             lines += textwrap.wrap(f"{label}: {text}", 100, subsequent_indent="  ")

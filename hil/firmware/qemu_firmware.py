@@ -72,6 +72,29 @@ def choose_qemu_firmware(cfg: BoardConfig, delegate: str, *, crafted: bool = Fal
     return QemuFirmware("runtime", workspace)
 
 
+def would_run_runtime(cfg: BoardConfig) -> bool:
+    """Whether `hil run` on this QEMU board file runs the runtime image now (for a CPU-only or a
+    simulated-Neutron program alike): how `hil inspect --board-config` reads a bare dump's ticks."""
+    wanted = cfg.get(SETTING, "auto")
+    return wanted == "runtime" or (wanted == "auto" and find_workspace() is not None)
+
+
+def runtime_time_scale(cfg: BoardConfig) -> "TimeScale":
+    """The runtime image's ticks: its 20 MHz PAL counter, and the simulated NPU's timer for Neutron events."""
+    from hil.analysis.timescale import TimeScale
+
+    return TimeScale.core_cycles(RUNTIME_TICK_MHZ, float(cfg.get("simulation.npu_clock_mhz") or RUNTIME_TICK_MHZ))
+
+
+def annotations(cfg: BoardConfig, kind: str, simulation: dict[str, Any] | None) -> dict[str, Any]:
+    """What a QEMU run's profile says beside its events (and its manifest keeps for `hil inspect`):
+    which image ran, what its numbers are, and whether delegated outputs were computed."""
+    found: dict[str, Any] = {"firmware": kind, "time_base": time_base(cfg, "runtime" if kind == "runtime" else "replay")}
+    if kind == "runtime" and simulation is not None:
+        found["delegated_outputs"] = simulation["note"]
+    return found
+
+
 def time_base(cfg: BoardConfig, kind: FirmwareKind) -> dict[str, Any]:
     """What the QEMU board's numbers are, for profile.json and the table's header."""
     if kind == "replay":

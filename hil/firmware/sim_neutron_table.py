@@ -67,20 +67,21 @@ def table_source(pte: Path, npu_clock_mhz: float, tick_mhz: float) -> str:
     return "\n".join(lines)
 
 
-def simulation_truth(pte: Path, npu_clock_mhz: float, tick_mhz: float) -> dict[str, Any]:
-    """simulation.json for a run of the runtime image: each call's kernel events in NPU ticks."""
+def simulation_truth(pte: Path, npu_clock_mhz: float, tick_mhz: float, runs: int) -> dict[str, Any]:
+    """simulation.json for `runs` inferences on the runtime image: each call's kernel events in NPU ticks,
+    per run (the same every run: the target replays one table). CPU events are measured, so absent."""
     model = cm.CostModel()
     delegates = []
     for step in delegate_steps(pte):
         slots, records, _ = delegate_layout(step["kernels"], model, 0)
         events = events_from_records(records, 0, 0)[:-1]  # the dump's end depends on the run's PAL ticks
-        kernels = [{**kernel, "ticks": event.end_time - event.start_time, "compute_ticks": slot.compute_ticks,
-                    "fetch_ticks": slot.fetch_ticks}
+        kernels = [{**kernel, "ticks": [event.end_time - event.start_time] * runs,
+                    "compute_ticks": [slot.compute_ticks] * runs, "fetch_ticks": [slot.fetch_ticks] * runs}
                    for kernel, slot, event in zip(step["kernels"], slots, events)]
         delegates.append({"instruction_id": step["instruction_id"], "kernels": kernels,
                           "records_per_call": len(records)})
     return {"format": SIMULATION_FORMAT, "simulated": True, "on": "target", "backend": "NeutronSimBackend",
-            "npu_clock_mhz": npu_clock_mhz, "clock_mhz": tick_mhz,
+            "npu_clock_mhz": npu_clock_mhz, "clock_mhz": tick_mhz, "iterations": runs,
             "time_unit": "ticks: CPU events at clock_mhz (the runtime image's PAL), Neutron events at npu_clock_mhz",
             "note": "delegated outputs are not computed (simulated NPU): only its timing is",
             "delegates": delegates, "cost_model": cm.constants()}
