@@ -51,7 +51,7 @@ _IMAGE_INPUTS = (FIRMWARE_DIR / "app", FIRMWARE_DIR / "common", FIRMWARE_DIR / "
                  PACKAGE_DIR / "firmware" / "sim_neutron_table.py", PACKAGE_DIR / "buffers")
 _SOURCE_SUFFIXES = {".c", ".cpp", ".h", ".ld", ".S", ".cmake", ".txt", ".py"}
 _COMPILER_ERROR = re.compile(r"^(?P<where>[^\s:]+:\d+(?::\d+)?): (?:fatal )?error: .*$", re.MULTILINE)
-_CMAKE_ERROR = re.compile(r"^CMake Error at (?P<where>\S+:\d+).*$", re.MULTILINE)
+_CMAKE_ERROR = re.compile(r"^CMake Error at (?P<where>\S+:\d+).*$(?:\n\s*\n)?(?:\n?^ +\S.*$)?", re.MULTILINE)
 _LINK_ERROR = re.compile(r"^.*(?:undefined reference to|region `\w+' overflowed|ld: .*error).*$", re.MULTILINE)
 
 
@@ -185,7 +185,7 @@ def _first_error(log: Path) -> str | None:
     for pattern in (_CMAKE_ERROR, _COMPILER_ERROR, _LINK_ERROR):
         match = pattern.search(text)
         if match is not None:
-            return match.group(0).strip()
+            return " ".join(match.group(0).split())
     return None
 
 
