@@ -13,7 +13,6 @@ adds `hil_budget` and the `hil_budget` marker (hil.regress.pytest_regress).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
 from collections.abc import Callable, Iterator
@@ -25,7 +24,7 @@ import pytest
 from hil.config import BoardConfig, load_board_config
 from hil.errors import InputError
 from hil.options import OVERRIDES, overrides_from
-from hil.progress import Lines, Progress
+from hil.progress import Lines
 
 if TYPE_CHECKING:  # imported when the fixture is used: it pulls in the board classes
     from hil.board_session import BoardSession
@@ -35,6 +34,15 @@ DEFAULT_ARTIFACTS = Path("hil-artifacts")
 RUN_FOLDERS = pytest.StashKey[list[Path]]()
 # Per test: run folder -> how to re-run it (`rerun(n)` -> the n-th confirmation run's folder), for --hil-confirm.
 RERUNS = pytest.StashKey[dict[str, Callable[[int], Path]]]()
+# The markers et-hil registers; a test carrying one, or using a `hil_*` fixture, is an et-hil test.
+MARKERS = ("device", "hil_budget", "hil_requires")
+
+
+def uses_et_hil(item: pytest.Item) -> bool:
+    """Whether `item` asked for et-hil (a `hil_*` fixture or one of MARKERS): the plugin's autouse parts
+    act on those tests only, and leave a project's other tests as they would be without et-hil."""
+    names = getattr(item, "fixturenames", ())
+    return any(name.startswith("hil_") for name in names) or any(item.get_closest_marker(m) is not None for m in MARKERS)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,11 +64,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group.addoption(flag, dest=dest, type=kind, default=None, metavar=metavar, help=text)
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's terminal reporter is registered: the log lines are drawn on it
 def pytest_configure(config: pytest.Config) -> None:
+    from hil import plugin_output
     from hil.road.process import stop_children_on_sigterm
 
     config.addinivalue_line("markers", "device: profiles a model on the board chosen with --board")
+    plugin_output.configure(config)
     stop_children_on_sigterm()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from hil import plugin_output
+
+    plugin_output.unconfigure(config)
 
 
 @pytest.fixture(scope="session")
@@ -132,21 +149,6 @@ def hil_board(hil_board_config: BoardConfig, hil_artifacts_dir: Path) -> Iterato
         session.close()
 
 
-def _progress(config: pytest.Config) -> Progress | None:
-    """With `-v`, each step of a run as it starts and ends, through pytest's terminal reporter."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None or config.get_verbosity() < 1:
-        return None
-    capture = config.pluginmanager.get_plugin("capturemanager")
-
-    def write(line: str) -> None:
-        # The test's output is being captured; like pytest's live logging, step lines go past it.
-        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-            reporter.write_line(f"    {line}")
-
-    return Lines(write, durations=True)
-
-
 @pytest.fixture
 def hil_profile(
     request: pytest.FixtureRequest, hil_board_config: BoardConfig, hil_artifacts_dir: Path
@@ -172,7 +174,7 @@ def hil_profile(
 
         request.node.stash.setdefault(RERUNS, {})[str(out.resolve())] = rerun
         try:
-            return run_profile(RunRequest(model=model, board=board, out_dir=out, **options), progress=_progress(config))
+            return run_profile(RunRequest(model=model, board=board, out_dir=out, **options), progress=Lines())
         finally:  # failed runs are reported (history, JUnit) too
             request.node.stash.setdefault(RUN_FOLDERS, []).append(out)
 

@@ -21,7 +21,7 @@ import pytest
 from hil import atomic
 from hil.errors import HilError
 from hil.paths import BUDGETS_DIR
-from hil.plugin import RUN_FOLDERS
+from hil.plugin import RUN_FOLDERS, uses_et_hil
 from hil.regress.budgets import Budget, budget_from_mapping, check_budget, format_violations
 from hil.regress.compare import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
 from hil.regress.judge import JudgeOptions, Verdict, judge_run
@@ -158,9 +158,11 @@ def _publish(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdic
 
 
 @pytest.fixture(autouse=True)
-def _hil_suite_property(request: pytest.FixtureRequest, record_testsuite_property: Callable[[str, object], None]) -> None:
-    """Hand the makereport hook pytest's public way to write suite properties (a no-op without --junitxml)."""
-    request.node.stash[SUITE_PROPERTY] = record_testsuite_property
+def _hil_suite_property(request: pytest.FixtureRequest) -> None:
+    """Hand the makereport hook pytest's public way to write suite properties (a no-op without --junitxml),
+    for et-hil tests only (hil.plugin.uses_et_hil): another test's fixtures stay as they were."""
+    if uses_et_hil(request.node):
+        request.node.stash[SUITE_PROPERTY] = request.getfixturevalue("record_testsuite_property")
 
 
 def _suite_properties(item: pytest.Item, props: list[tuple[str, str]]) -> None:
