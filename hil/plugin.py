@@ -25,11 +25,12 @@ from hil.config import BoardConfig, load_board_config
 from hil.errors import InputError
 from hil.options import OVERRIDES, overrides_from
 from hil.progress import Lines
+from hil.settings import DEFAULT_ARTIFACTS, add_ini, option_help
+from hil.settings import resolve as resolve_settings
 
 if TYPE_CHECKING:  # imported when the fixture is used: it pulls in the board classes
     from hil.board_session import BoardSession
 
-DEFAULT_ARTIFACTS = Path("hil-artifacts")
 # The run folders a test made, read by the regression hooks (hil.regress.pytest_regress).
 RUN_FOLDERS = pytest.StashKey[list[Path]]()
 # Per test: run folder -> how to re-run it (`rerun(n)` -> the n-th confirmation run's folder), for --hil-confirm.
@@ -49,13 +50,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hil", "et-hil hardware-in-the-loop profiling")
     # `--board` is the product's own word (`pytest --board rt700`); every other option carries the
     # `--hil-` prefix so the plugin can share a session with pytest-embedded, labgrid and the like.
-    group.addoption("--board", default="qemu", metavar="NAME", help="board to profile on (boards/NAME.toml); default qemu")
-    group.addoption("--hil-board-config", dest="board_config", type=Path, default=None, metavar="FILE",
-                    help="board file; wins over --board")
-    group.addoption("--hil-artifacts", type=Path, default=DEFAULT_ARTIFACTS, metavar="DIR",
-                    help="root folder for run artifacts")
-    group.addoption("--hil-iterations", type=int, default=5, metavar="N", help="inferences profiled per run")
-    group.addoption("--hil-timeout", type=float, default=None, metavar="S", help="seconds allowed per board run")
+    # No defaults here: a value not given comes from the environment, the ini file or the board file (hil.settings).
+    group.addoption("--board", metavar="NAME", help=option_help("board", "board to profile on (boards/NAME.toml); default qemu"))
+    group.addoption("--hil-board-config", dest="board_config", type=Path, metavar="FILE",
+                    help=option_help("board_config", "board file; wins over --board"))
+    group.addoption("--hil-artifacts", type=Path, metavar="DIR",
+                    help=option_help("hil_artifacts", f"root folder for run artifacts (default {DEFAULT_ARTIFACTS})"))
+    group.addoption("--hil-iterations", type=int, metavar="N", help=option_help("hil_iterations", "inferences profiled per run (default 5)"))
+    group.addoption("--hil-timeout", type=float, metavar="S",
+                    help=option_help("hil_timeout", "seconds allowed per board run (default: the board file's)"))
+    add_ini(parser)
     for opt in OVERRIDES:
         group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar, help=opt.help)
     from hil.lab.session import LAB_OPTIONS
@@ -64,14 +68,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group.addoption(flag, dest=dest, type=kind, default=None, metavar=metavar, help=text)
 
 
-@pytest.hookimpl(trylast=True)  # after pytest's terminal reporter is registered: the log lines are drawn on it
+@pytest.hookimpl(tryfirst=True)  # the settings are resolved before any other plugin reads an option
 def pytest_configure(config: pytest.Config) -> None:
     from hil import plugin_output
     from hil.road.process import stop_children_on_sigterm
 
+    resolve_settings(config)
     config.addinivalue_line("markers", "device: profiles a model on the board chosen with --board")
     plugin_output.configure(config)
     stop_children_on_sigterm()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    from hil import plugin_output
+
+    plugin_output.draw_on_terminal(session.config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

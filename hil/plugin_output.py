@@ -48,17 +48,22 @@ def _live_logging(config: pytest.Config) -> bool:
 
 
 def configure(config: pytest.Config) -> None:
-    """Silence the known third-party warnings, and draw `hil` records on the terminal."""
+    """Silence the known third-party warnings; let the `hil` INFO records reach pytest's handlers."""
     # Before the project's own ini lines, so its `filterwarnings` (and `-W`) still win.
     config.getini("filterwarnings")[:0] = filter_specs()
     quiet_loggers()
-    handler = None
-    if config.pluginmanager.get_plugin("terminalreporter") is not None and not _live_logging(config):
-        handler = TerminalHandler(config, logging.INFO if config.get_verbosity() >= 1 else logging.WARNING)
-        log.LOG.addHandler(handler)
-    config.stash[_STATE] = (handler, log.LOG.level)
+    config.stash[_STATE] = (None, log.LOG.level)
     if log.LOG.level == logging.NOTSET:
         log.LOG.setLevel(logging.INFO)
+
+
+def draw_on_terminal(config: pytest.Config) -> None:
+    """Draw `hil` records on the terminal reporter (registered by now), unless live logging does."""
+    if config.pluginmanager.get_plugin("terminalreporter") is None or _live_logging(config):
+        return
+    handler = TerminalHandler(config, logging.INFO if config.get_verbosity() >= 1 else logging.WARNING)
+    log.LOG.addHandler(handler)
+    config.stash[_STATE] = (handler, config.stash[_STATE][1])
 
 
 def unconfigure(config: pytest.Config) -> None:
