@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from hil.config import BoardConfig, load_board_config
+from hil import capabilities, plugin_boards
+from hil.config import BoardConfig
 from hil.errors import InputError
-from hil.options import OVERRIDES, overrides_from
+from hil.options import OVERRIDES
 from hil.progress import Lines
 from hil.settings import DEFAULT_ARTIFACTS, add_ini, option_help
 from hil.settings import resolve as resolve_settings
@@ -75,6 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     resolve_settings(config)
     config.addinivalue_line("markers", "device: profiles a model on the board chosen with --board")
+    config.addinivalue_line("markers", capabilities.MARKER_HELP)
     plugin_output.configure(config)
     stop_children_on_sigterm()
 
@@ -91,19 +93,40 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     plugin_output.unconfigure(config)
 
 
-@pytest.fixture(scope="session")
-def hil_board_config(pytestconfig: pytest.Config) -> Iterator[BoardConfig]:
-    """The board file chosen on the command line (`--board`, `--hil-board-config`), with its overrides
-    applied; in a shared lab, this session's own board (a lab-file entry, a labgrid place), held until
-    the session ends (hil.lab.session)."""
-    from hil.lab.session import LabOptions, held_board
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """`@pytest.mark.hil_requires(...)`: skip, with the reason, on a board that lacks a feature (hil.capabilities)."""
+    if item.get_closest_marker(capabilities.MARKER) is None:
+        return
+    needed = capabilities.required(item)
+    reason = capabilities.missing(plugin_boards.load(item.config, plugin_boards.own_board(item)), needed)
+    if reason:
+        pytest.skip(reason)
 
-    cfg = load_board_config(pytestconfig.getoption("board"), pytestconfig.getoption("board_config"),
-                            project_dirs=[pytestconfig.rootpath])
-    cfg = cfg.with_overrides(overrides_from(vars(pytestconfig.option)))
-    worker = getattr(pytestconfig, "workerinput", {}).get("workerid")
-    with held_board(cfg, LabOptions.from_values(vars(pytestconfig.option), worker)) as held:
-        yield held
+
+@pytest.fixture(scope="session")
+def _hil_board_pool(pytestconfig: pytest.Config) -> Iterator[plugin_boards.BoardPool]:
+    pool = plugin_boards.BoardPool(pytestconfig)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture(scope="session")
+def hil_board_config(request: pytest.FixtureRequest, _hil_board_pool: plugin_boards.BoardPool) -> BoardConfig:
+    """The board file chosen by the settings (`--board`, `--hil-board-config`, HIL_BOARD, `hil_board`), with its
+    overrides applied; in a shared lab, this session's own board (a lab-file entry, a labgrid place), held until
+    the session ends (hil.lab.session). Parametrized indirectly, the board the parameter names (hil.plugin_boards)."""
+    return _hil_board_pool.get(getattr(request, "param", plugin_boards.DEFAULT))
+
+
+def _board_for(request: pytest.FixtureRequest, hil_board_config: BoardConfig) -> BoardConfig:
+    """This test's board: the one it parametrized `hil_board` with, else `hil_board_config` (itself parametrized
+    or the session's). Both fixtures take `hil_board_config`, so either may be parametrized indirectly."""
+    params = getattr(getattr(request.node, "callspec", None), "params", {})
+    if "hil_board" in params:
+        return request.getfixturevalue("_hil_board_pool").get(params["hil_board"])
+    return hil_board_config
 
 
 # Longest folder name made from a test id (file systems allow 255 bytes; leave room for the hash).
@@ -146,14 +169,15 @@ def hil_artifacts_dir(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture
-def hil_board(hil_board_config: BoardConfig, hil_artifacts_dir: Path) -> Iterator[BoardSession]:
+def hil_board(request: pytest.FixtureRequest, hil_board_config: BoardConfig,
+              hil_artifacts_dir: Path) -> Iterator[BoardSession]:
     """The connected board, for a test that brings its own firmware: `flash(elf)`, `console.expect(pattern,
     timeout)`, `configure(iterations, warmup)`, `run_to(breakpoint)`, `read_etdump(result_expr)`,
     `profile(etrecord)` (hil.board_session). Its files land in the test's artifacts folder, under board/;
-    everything it started is stopped when the test ends."""
+    everything it started is stopped when the test ends. Parametrized indirectly, the board the parameter names."""
     from hil.board_session import BoardSession
 
-    session = BoardSession(hil_board_config, hil_artifacts_dir / "board")
+    session = BoardSession(_board_for(request, hil_board_config), hil_artifacts_dir / "board")
     try:
         yield session
     finally:
@@ -177,7 +201,7 @@ def hil_profile(
         options.setdefault("iterations", config.getoption("hil_iterations"))
         options.setdefault("timeout_s", config.getoption("hil_timeout"))
         options.setdefault("warmup", config.getoption("hil_warmup"))
-        board = options.pop("board", hil_board_config)
+        board = options.pop("board", None) or _board_for(request, hil_board_config)
 
         def rerun(index: int) -> Path:
             again = out.with_name(f"{out.name}-confirm{index}")

@@ -28,7 +28,7 @@ def test_every_fixture_and_marker_is_documented():
     assert {"hil_profile", "hil_board", "hil_board_config", "hil_artifacts_dir", "hil_budget"} <= set(fixtures)
     for name in fixtures:
         assert f"`{name}`" in README, name
-    for marker in ("hil_budget", "device"):
+    for marker in ("hil_budget", "device", "hil_requires"):
         assert f"@pytest.mark.{marker}" in README, marker
 
 
