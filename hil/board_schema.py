@@ -177,6 +177,8 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
         "open_timeout_s": POSITIVE_S,
         "reconnect_timeout_s": number(at_least=0),
         "reconnect_delay_s": number(at_least=0),
+        # The default timeout of hil_board.console.expect() (hil.board_console).
+        "expect_timeout_s": POSITIVE_S,
     },
     "paths": {
         "mcux_sdk": path(),
