@@ -40,7 +40,7 @@ $(VENV_STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	@echo "installing the pinned Python packages of $(CONSTRAINTS) into $(VENV) (torch==2.13.0 CPU, executorch==1.5.1, ...)"
 	@$(PY) -m pip install -q --disable-pip-version-check -c $(CONSTRAINTS) -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
-	@$(PY) -c "import torch, executorch, pyocd, serial, pygdbmi, pytest_embedded, xmlschema, hypothesis, xdist; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+	@$(PY) -c "import torch, executorch, pyocd, serial, pygdbmi, pytest_embedded, xmlschema, hypothesis, xdist, prometheus_client; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	@rm -f $(VENV)/.et-hil-*; touch $@
 
 lab-venv: $(LAB_STAMP)
