@@ -42,9 +42,16 @@ USER_TESTS = textwrap.dedent(
     """
     import pytest
 
-    def test_cifar10_is_fast_enough(hil_profile):
-        run = hil_profile("cifar10", delegate="none", iterations=2)
+    def test_cifar10_is_fast_enough(hil_profile, caplog):
+        run = hil_profile("cifar10", delegate="none")
         assert run.profile["totals_us"]["method_execute"] < 2_000_000
+        assert run.profile["iterations"] == 2  # the project's ini file: hil_iterations = "2"
+        steps = [r.getMessage() for r in caplog.records if r.name == "hil"]
+        assert any(m.startswith("export cifar10") for m in steps) and any(m.startswith("analyse") for m in steps)
+
+    @pytest.mark.hil_requires("npu")
+    def test_needs_a_real_npu(hil_profile):
+        raise AssertionError("the QEMU board declares no NPU: this test must be skipped")
 
     @pytest.mark.hil_budget(total_us=5_000_000)
     def test_my_model_within_budget(hil_profile):
@@ -72,6 +79,7 @@ USER_TESTS = textwrap.dedent(
     """
 )
 
+USER_INI = '[tool.pytest.ini_options]\nhil_iterations = "2"\n'
 USER_MODEL = linear_relu_source(inputs=16, outputs=4, name="Small")
 
 
@@ -181,11 +189,12 @@ def test_a_user_project_runs_its_own_tests_with_the_fixtures(venv, tmp_path):
     (project / "tests").mkdir(parents=True)
     (project / "tests" / "test_perf.py").write_text(USER_TESTS)
     (project / "my_model.py").write_text(USER_MODEL)
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--board",
+    (project / "pyproject.toml").write_text(USER_INI)
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--board",
                            "qemu", "tests"], cwd=project, capture_output=True, text=True, timeout=900,
                           env=_clean_env())
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "4 passed" in done.stdout
+    assert "4 passed, 1 skipped" in done.stdout and "lacks npu" in done.stdout
     assert list((project / "hil-artifacts").glob("*/*/profile.json"))
 
 
