@@ -107,6 +107,14 @@ def test_the_command_line_wins_over_both(project):
     assert (values["board"], values["iterations"], values["timeout"]) == ("bench", 9, 45.0)
 
 
+def test_a_board_name_on_a_higher_level_beats_a_board_file_on_a_lower_one(project):
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\nhil_board_config = "boards/bench.toml"\n')
+    assert _values(project)["board"] == "bench"  # the ini file's board file, relative to the ini file
+    assert _values(project, HIL_BOARD="qemu")["board"] == "qemu"
+    assert _values(project, "--board", "qemu")["board"] == "qemu"
+    assert _values(project, "--board", "qemu", HIL_BOARD_CONFIG=str(project / "boards" / "bench.toml"))["board"] == "qemu"
+
+
 def test_a_bad_value_names_where_it_came_from(project):
     done = _session(project, HIL_ITERATIONS="many")
     assert done.returncode != 0 and "environment variable HIL_ITERATIONS: 'many'" in done.stderr, done.stderr
