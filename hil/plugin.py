@@ -1,4 +1,4 @@
-"""The pytest plugin: wires command-line options to fixtures, nothing more.
+"""The pytest plugin: wires the settings (command line, environment, ini file: hil.settings) to fixtures.
 
 `pytest --board qemu` (or `--board rt700` on a bench) and a test gets a profiled run in one line:
 
@@ -8,7 +8,9 @@
 
 Fixtures: `hil_profile` (profile a model), `hil_board` (the connected board, for your own firmware),
 `hil_board_config` (the board file), `hil_artifacts_dir` (this test's folder); the regression side
-adds `hil_budget` and the `hil_budget` marker (hil.regress.pytest_regress).
+adds `hil_budget` and the `hil_budget` marker (hil.regress.pytest_regress). `@pytest.mark.hil_requires(...)`
+skips a test on a board without a feature (hil.capabilities); the board fixtures parametrize indirectly
+(hil.plugin_boards); what reaches the terminal is hil.plugin_output's business.
 """
 
 from __future__ import annotations
