@@ -143,6 +143,17 @@ def test_two_boots_trace_identical_ticks(two_boots) -> None:
     assert len(digests) == 1
 
 
+def test_every_iteration_computes_on_the_same_inputs(two_boots) -> None:
+    """relu and max pooling branch on their data: a run computing on what the previous one left in a reused
+    input buffer takes another instruction count. Within a boot each kernel's ticks differ only by the
+    counter's phase (a tick is 12.5 instructions)."""
+    runs = _durations(two_boots[0] / "trace.etdump")
+    kernels = [[end - start for name, start, end in run if name.startswith("native_call_")] for run in runs]
+    assert len({len(k) for k in kernels}) == 1 and kernels[0]
+    for position, ticks in enumerate(zip(*kernels)):
+        assert max(ticks) - min(ticks) <= 1, (position, ticks)
+
+
 def test_the_printed_crc_is_zlibs_crc_of_the_dumped_bytes(two_boots) -> None:
     run = two_boots[0]
     printed = re.search(r"Result buf: 0x[0-9a-f]+, size: (\d+), crc32: 0x([0-9a-f]+)", (run / "serial.log").read_text())
