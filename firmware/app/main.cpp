@@ -61,13 +61,17 @@ unsigned addr(const void* p) {
   return static_cast<unsigned>(reinterpret_cast<uintptr_t>(p));
 }
 
+/* The `<name>_used:` line of a pool of `total` bytes of which `used` were used. */
+void print_usage(const char* name, unsigned total, unsigned used) {
+  hil_printf(HIL_FMT_ALLOCATOR_USED, name, total, total, used, used,
+             total == 0 ? 0U : static_cast<unsigned>(100ULL * used / total));
+}
+
 void print_allocator(const char* name, const hil::PeakAllocator& a) {
   const unsigned total = a.size();
-  const unsigned used = static_cast<unsigned>(a.peak_size());
   hil_printf(HIL_FMT_ALLOCATOR_ADDR, name, addr(a.base_address()),
-         addr(a.base_address() + total));
-  hil_printf(HIL_FMT_ALLOCATOR_USED, name, total, total, used, used,
-         total == 0 ? 0U : static_cast<unsigned>(100ULL * used / total));
+             addr(a.base_address() + total));
+  print_usage(name, total, static_cast<unsigned>(a.peak_size()));
 }
 
 /* Microseconds between two PAL tick readings, by the same ratio the ETDump uses, to the nearest. */
@@ -192,6 +196,8 @@ int main(void) {
     return fail("get_etdump_data (no ETDump: is ET_EVENT_TRACER_ENABLED set?)",
                 Error::NotFound);
   }
+  // What of the ETDump buffer this run's dump takes (the harness reads it with the allocators).
+  print_usage("etdump_buffer", static_cast<unsigned>(sizeof(g_etdump_buffer)), static_cast<unsigned>(result.size));
   hil_printf(HIL_FMT_RESULT_BUF, addr(result.buf), static_cast<unsigned>(result.size),
          static_cast<unsigned>(hil_crc32(result.buf, result.size)));
   hil_publish_etdump(result.buf, result.size);  // the debugger stops in hil_etdump_ready()

@@ -124,6 +124,10 @@ def test_the_profile_says_what_ran_and_what_the_numbers_are(two_boots) -> None:
     # The runtime image's PAL counts mps2-an505's 20 MHz FPGAIO counter, and its console says so.
     assert profile["time_scale"]["ticks_per_us"] == 20.0
     assert "Core/NPU Frequency: 20 MHz" in (two_boots[0] / "serial.log").read_text()
+    # Memory as the target used it: the ETDump buffer line names the dumped bytes, of the 512 KiB buffer.
+    etdump = profile["memory"]["allocators"]["etdump_buffer"]
+    assert etdump["total"] == 512 * 1024 and etdump["used"] == len((two_boots[0] / "trace.etdump").read_bytes())
+    assert 0 < profile["memory"]["allocators"]["method_allocator"]["used"] <= 512 * 1024
 
 
 def test_hil_inspect_of_the_run_folder_gives_the_runs_profile(two_boots) -> None:
