@@ -17,6 +17,7 @@ from hil.regress.compare import DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_
 def _cmd_compare(args: argparse.Namespace) -> int:
     from hil.errors import AnalysisError
     from hil.regress.compare import compare_runs, comparison_to_dict, format_comparison
+    from hil.regress.gate import FAIL, decide
     from hil.regress.runs import load_run
     from hil.regress.stats import drop_warmup
 
@@ -34,12 +35,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         tolerance=args.tolerance, noise_k=args.noise_k, min_delta_us=args.min_delta_us, min_share=args.min_share,
         alpha=args.alpha,
     )
+    decision = decide(comparison, strict=args.strict)
     if args.json:
-        print(json.dumps(comparison_to_dict(comparison), indent=2))
+        print(json.dumps({**comparison_to_dict(comparison), "decision": {"status": decision.status, "failed": decision.failed,
+                                                                         "reason": decision.reason}}, indent=2))
     else:
         print("A: " + ", ".join(run.label for run in before) + f"\nB: {after.label}")
         print(format_comparison(comparison, limit=args.limit))
-    return 1 if comparison.has_regression else 0
+        print(decision.reason + (" (a failure: --strict)" if decision.failed and decision.status != FAIL else ""))
+    return 1 if decision.failed else 0
 
 
 def _different_programs(a: dict, b: dict) -> str | None:
@@ -98,6 +102,7 @@ def add_regression_commands(sub: argparse._SubParsersAction) -> None:
     _add_judging_options(compare)
     compare.add_argument("--limit", type=int, default=10, metavar="N", help="rows of each table (default 10)")
     compare.add_argument("--json", action="store_true", help="print every event's verdict as JSON")
+    compare.add_argument("--strict", action="store_true", help="exit 1 also when the runs cannot be judged")
     compare.set_defaults(func=_cmd_compare)
 
     baseline = sub.add_parser("baseline", help="manage baselines")

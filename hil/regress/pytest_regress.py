@@ -50,6 +50,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="re-run a suspected regression N times and fail only if the re-runs confirm it")
     group.addoption("--hil-baseline-runs", type=int, default=10, metavar="N",
                     help="earlier runs from --hil-history that make the baseline (default 10)")
+    group.addoption("--hil-strict", action="store_true",
+                    help="fail a run that cannot be judged (no baseline, too few baseline runs, machine load)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -77,6 +79,7 @@ def judge_options(config: pytest.Config) -> JudgeOptions:
         probe_id=getattr(config.option, "hil_probe", None),
         confirm=config.getoption("hil_confirm"),
         baseline_runs=config.getoption("hil_baseline_runs"),
+        strict=config.getoption("hil_strict"),
     )
 
 
@@ -146,6 +149,8 @@ def _publish(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdic
         _suite_properties(item, [*props, (f"hil.{prefix or verdict.profile.get('model')}.artifacts",
                                             str(verdict.folder))])
         item.config.stash[_METRICS].append((verdict.profile, {"test": item.nodeid}))
+    for said in (w for v in verdicts for w in v.warnings):
+        item.warn(pytest.PytestWarning(said))
     notes = [n for v in verdicts for n in v.notes]
     if notes:
         report.sections.append(("hil regression", "\n".join(notes)))

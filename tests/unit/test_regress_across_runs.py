@@ -54,17 +54,27 @@ def test_unchanged_runs_give_no_alarm_against_ten_baseline_runs():
     assert alarms == []
 
 
-def test_five_baseline_runs_cannot_convict_one_run_but_confirmation_runs_can():
+def test_where_the_rank_test_cannot_reach_alpha_the_within_run_spread_decides_and_re_runs_give_it_power():
     baseline = runs(range(5))
     slow = {("npu_kernel", "3", 0): 1.12}
     alone = compare_runs(baseline, runs([50], slow=slow))
-    assert not alone.has_regression and alone.needs_confirmation
-    assert [d.name for d in alone.suspects] == ["npu kernel 3"] and alone.suspects[0].p_value == pytest.approx(1 / 6)
+    assert alone.best_p_value == pytest.approx(1 / 6)  # one run against five: 1 ordering of 6 at best
+    (kernel,) = [d for d in alone.regressions if d.kind == "npu_kernel"]
+    assert (kernel.name, kernel.rule, kernel.p_value) == ("npu kernel 3", "within-run", pytest.approx(1 / 6))
+    assert any("reach p >= 0.167 at best, above alpha 0.1" in n and "4 more baseline run(s)" in n for n in alone.notes)
     confirmed = compare_runs(baseline, runs([50, 51, 52], slow=slow))
-    assert [d.name for d in confirmed.regressions] == ["npu kernel 3"]
+    assert [d.name for d in confirmed.regressions] == ["npu kernel 3"] and confirmed.regressions[0].rule == "rank"
     assert confirmed.regressions[0].p_value == pytest.approx(1 / comb(8, 3))
     cleared = compare_runs(baseline, runs([50, 51, 52]))
     assert not cleared.has_regression and not cleared.needs_confirmation
+
+
+def test_the_within_run_rule_convicts_only_a_run_slower_than_every_baseline_run():
+    slow = {("npu_kernel", "3", 0): 1.12}
+    baseline = runs(range(4)) + runs([4], slow={("npu_kernel", "3", 0): 1.2})
+    comparison = compare_runs(baseline, runs([50], slow=slow))
+    assert not comparison.has_regression
+    assert [(d.name, d.rule, d.p_value) for d in comparison.suspects] == [("npu kernel 3", "within-run", pytest.approx(2 / 6))]
 
 
 def test_regressions_are_ordered_by_the_time_they_add():
@@ -159,7 +169,8 @@ def test_loaded_baseline_runs_are_left_out_of_the_baseline():
     assert comparison.baseline_runs == 9 and [d.name for d in comparison.regressions] == ["npu kernel 3"]
     assert comparison.regressions[0].p_value == pytest.approx(1 / 10)
     fewer = compare_runs(runs(range(7)) + runs(range(7, 10), scale=1.8), runs([50], slow=slow))
-    assert not fewer.has_regression and [d.p_value for d in fewer.suspects] == [pytest.approx(1 / 8)]
+    (kernel,) = fewer.regressions
+    assert (kernel.name, kernel.rule, kernel.p_value) == ("npu kernel 3", "within-run", pytest.approx(1 / 8))
 
 
 def test_run_shift_is_the_median_ratio_of_the_large_events():
@@ -174,10 +185,17 @@ def test_run_shift_is_the_median_ratio_of_the_large_events():
     assert keep == [0, 1]  # too few quiet runs to leave any out
 
 
-def test_one_iteration_cannot_be_judged():
-    comparison = compare_runs(runs(range(3), iterations=1), runs([9], iterations=1, slow={("npu_kernel", "3", 0): 2.0}))
-    assert not comparison.has_regression and {d.verdict for d in comparison.deltas} == {"unjudged"}
+def test_one_iteration_cannot_be_judged_until_the_rank_test_can_reach_alpha():
+    slow = {("npu_kernel", "3", 0): 2.0}
+    comparison = compare_runs(runs(range(3), iterations=1), runs([9], iterations=1, slow=slow))
+    assert not comparison.has_regression and {d.verdict for d in comparison.deltas} == {"unjudged", "cannot judge"}
+    # 1 new run reaches alpha 0.1 against 9 runs (p = 1/10): 6 more than the 3 there are
+    assert {d.name for d in comparison.cannot_judge} == {"npu kernel 3", "DELEGATE_CALL"} and comparison.runs_needed == 6
+    assert any(n.startswith("cannot judge: 6 more baseline run(s) needed") for n in comparison.notes)
     assert any("n = 1" in n for n in comparison.notes) and any("1 iteration(s)" in n for n in comparison.notes)
+    assert "cannot judge: 6 more baseline run(s) needed (slower, of 2):" in format_comparison(comparison)
+    enough = compare_runs(runs(range(9), iterations=1), runs([9], iterations=1, slow=slow))
+    assert [(d.name, d.rule) for d in enough.regressions] == [("npu kernel 3", "rank"), ("DELEGATE_CALL", "rank")]
 
 
 def test_the_json_form_holds_every_verdict():
@@ -220,7 +238,8 @@ def test_profiles_rebuilt_from_history_statistics_are_judged_alike(tmp_path):
     comparison = compare_runs(baseline, runs([50], slow={("npu_kernel", "3", 0): 1.12}))
     assert [d.name for d in comparison.regressions] == ["npu kernel 3"] and not comparison.disturbed
     single = [dict(e, n=1) for e in baseline[0]["events"]]
-    assert {d.verdict for d in compare_runs([{**b, "events": single} for b in baseline], runs([50])).deltas} == {"unjudged"}
+    alike = compare_runs([{**b, "events": single} for b in baseline], runs([50]))
+    assert not alike.has_regression and not alike.cannot_judge and "unjudged" in {d.verdict for d in alike.deltas}
     assert event_spread({"p50_us": 5, "mad_us": 1}) == (5.0, 1.0) and event_spread({}) == (0.0, 0.0)
 
 
@@ -260,7 +279,8 @@ def test_small_absolute_limits_and_the_stored_settings():
 def test_three_baseline_runs_are_enough_to_judge_across_runs():
     slow = {("npu_kernel", "3", 0): 1.5}
     comparison = compare_runs(runs(range(3)), runs([50], slow=slow))
-    assert [d.p_value for d in comparison.suspects] == [pytest.approx(0.25)] and not comparison.has_regression
+    (kernel,) = [d for d in comparison.regressions if d.kind == "npu_kernel"]
+    assert (kernel.name, kernel.rule, kernel.p_value) == ("npu kernel 3", "within-run", pytest.approx(0.25))
     assert compare_runs(runs(range(3)), runs([50], scale=2.0)).disturbed
 
 

@@ -56,11 +56,13 @@ def test_a_suspect_the_re_runs_do_not_confirm_passes(tmp_path):
     assert any("after 2 confirmation re-run(s): not confirmed, passes" in note for note in verdict.notes)
 
 
-def test_without_confirmation_a_lone_run_against_five_is_only_a_suspect(tmp_path):
+def test_without_confirmation_a_lone_run_against_five_is_judged_by_its_within_run_spread(tmp_path):
     db = _history(tmp_path, 5)
     verdict = judge_run(_folder(tmp_path, "now", synth_profile(99, slow=SLOW)), _options(tmp_path, db, 0),
                         marker_budget=None, test_passed=True, rerun=None)
-    assert verdict.failures == [] and [d.name for d in verdict.comparison.suspects] == ["npu kernel 3"]
+    (failure,) = verdict.failures
+    assert "regression: 1 event(s) slower, first npu kernel 3 +15" in failure
+    assert verdict.decision.status == "regression" and verdict.comparison.regressions[0].rule == "within-run"
 
 
 def test_too_short_a_history_falls_back_to_the_baseline_file(tmp_path):

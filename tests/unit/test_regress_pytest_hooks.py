@@ -53,7 +53,8 @@ def test_budgets_baselines_history_and_junit_in_a_pytest_session(tmp_path):
     res = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "test_suite.py",
          "--hil-baseline", "baselines", "--hil-history", str(db), f"--junitxml={xml}", "--hil-openmetrics", str(metrics)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "RUNS": str(tmp_path / "runs")},
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(HERE.parents[1])},
     )
     out = res.stdout
     assert res.returncode == 1, out + res.stderr
