@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from hil.regress.compare import DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
+from hil.regress.option_values import check_options
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -21,6 +22,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from hil.regress.runs import load_run
     from hil.regress.stats import drop_warmup
 
+    check_options({"tolerance": args.tolerance, "noise-k": args.noise_k, "min-delta-us": args.min_delta_us,
+                   "min-share": args.min_share, "alpha": args.alpha, "warmup": args.warmup, "limit": args.limit})
     if len(args.runs) < 2:
         raise AnalysisError("give at least two runs: the baseline run(s), then the run to judge")
     *before, after = [load_run(path) for path in args.runs]
@@ -59,6 +62,7 @@ def _cmd_baseline_update(args: argparse.Namespace) -> int:
     from hil.regress.runs import load_run
     from hil.regress.stats import drop_warmup
 
+    check_options({"warmup": args.warmup})
     run = load_run(args.run)
     run.profile = drop_warmup(run.profile, args.warmup)
     path = write_baseline(run, args.out)

@@ -19,12 +19,13 @@ from typing import Any
 import pytest
 
 from hil import atomic
-from hil.errors import HilError
+from hil.errors import HilError, InputError
 from hil.paths import BUDGETS_DIR
 from hil.plugin import RUN_FOLDERS
 from hil.regress.budgets import Budget, budget_from_mapping, check_budget, format_violations
 from hil.regress.compare import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
 from hil.regress.judge import JudgeOptions, Verdict, judge_run
+from hil.regress.option_values import check_options
 from hil.regress.stats import drop_warmup
 from hil.report.figures import openmetrics_text
 
@@ -33,6 +34,8 @@ _METRICS = pytest.StashKey[list]()
 # <properties> inside a <testcase>, so `record_property` would make the XML invalid.
 SUITE_PROPERTY = pytest.StashKey[Callable[[str, object], None]]()
 _START_SLACK_S = 1.0
+# The numeric options checked before the session starts (hil.regress.option_values).
+_CHECKED = ("warmup", "tolerance", "noise-k", "min-delta-us", "confirm", "baseline-runs")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,6 +63,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if config.getoption("hil_baseline_update") and config.getoption("hil_baseline") is None:
         raise pytest.UsageError("--hil-baseline-update needs --hil-baseline PATH (where to write the baselines)")
+    try:
+        check_options({name: config.getoption("hil_" + name.replace("-", "_")) for name in _CHECKED}, "--hil-")
+    except InputError as exc:
+        raise pytest.UsageError(str(exc)) from None
     config.stash[_METRICS] = []
 
 
