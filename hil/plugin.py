@@ -26,6 +26,7 @@ from hil.config import BoardConfig, load_board_config
 from hil.errors import InputError
 from hil.options import OVERRIDES, overrides_from
 from hil.progress import Lines, Progress
+from hil.run_names import RunNames, run_label
 
 if TYPE_CHECKING:  # imported when the fixture is used: it pulls in the board classes
     from hil.board_session import BoardSession
@@ -155,16 +156,18 @@ def hil_profile(
     from hil.pipeline import RunRequest, run_profile
 
     config = request.config
+    names = RunNames()
 
     def profile(model: str, *, subdir: str | None = None, **options: Any) -> Any:
-        if subdir is not None:
-            out = artifacts_subfolder(hil_artifacts_dir, subdir)
-        else:
-            out = hil_artifacts_dir / _folder_name(model.split(":")[-1] if ":" in model else model)
         options.setdefault("iterations", config.getoption("hil_iterations"))
         options.setdefault("timeout_s", config.getoption("hil_timeout"))
         options.setdefault("warmup", config.getoption("hil_warmup"))
         board = options.pop("board", hil_board_config)
+        if subdir is not None:
+            out = artifacts_subfolder(hil_artifacts_dir, subdir)
+        else:  # one folder per run (hil.run_names), so two runs of a test never overwrite each other
+            label = run_label(model, options.get("delegate") or board.get("aot.delegate", "none"))
+            out = hil_artifacts_dir / names.take(_folder_name(label))
 
         def rerun(index: int) -> Path:
             again = out.with_name(f"{out.name}-confirm{index}")
