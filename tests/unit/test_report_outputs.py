@@ -44,17 +44,40 @@ def test_report_is_one_offline_file_with_charts_trend_and_regressions(nightly_db
     # night 6 is flagged (failed, regression against baseline and vs night 5); nothing else in synthnet
     assert any("2026-03-07" in f and "regression against baseline" in f for f in flags)
     assert not any("2026-03-0" in f and "2026-03-07" not in f and "2026-03-08" not in f for f in flags)
-    assert "Latest run against the previous run" in html
+    assert "Difference from the previous run (p50 change; a diff, not a verdict)" in html
 
 
-def test_latest_regression_shows_in_the_table(tmp_path):
+def test_the_previous_run_is_a_diff_not_a_verdict(tmp_path):
     db = tmp_path / "h.db"
     history.record_run(db, synth_profile(seed=1), {"written_at": "2026-01-01T00:00:00Z"}, passed=True)
     history.record_run(db, synth_profile(seed=2, slow={("cpu_op", "native_call__softmax.out", 0): 1.5}),
                        {"written_at": "2026-01-02T00:00:00Z"}, passed=True)
     html = write_report(db, tmp_path / "r.html").read_text()
-    row = re.search(r'<tr class="reg"><td>native_call__softmax.out</td>.*?</tr>', html)
-    assert row and "aten._softmax.default" in row.group(0) and "+5" in row.group(0)
+    diff = html[html.index("Difference from the previous run"):]
+    first = re.search(r"<tr><td>([^<]*)</td><td class=\"l\">cpu_op</td><td class=\"l\">([^<]*)</td>(.*?)</tr>", diff)
+    assert first.group(1) == "native_call__softmax.out" and first.group(2) == "aten._softmax.default"
+    assert "+5" in first.group(3) and 'class="reg"' not in diff and "regression" not in diff
+    assert "not compared (the session had no --hil-baseline)" in html
+    assert not re.findall(r'<circle class="flag"', html)  # no gate verdict, no failure: nothing marked
+
+
+def test_headline_trend_and_table_tell_the_verdict_the_gate_stored(tmp_path):
+    from hil.regress.judge import JudgeOptions, judge_run
+
+    db = tmp_path / "h.db"
+    for seed in range(3):
+        history.record_run(db, synth_profile(seed), {"written_at": f"2026-01-0{seed + 1}T00:00:00Z"}, passed=True)
+    folder = tmp_path / "now"
+    atomic.write_json(folder / "profile.json", synth_profile(9, slow={("npu_kernel", "1", 0): 2.4}))
+    verdict = judge_run(folder, JudgeOptions(baseline=tmp_path / "b", history=db), marker_budget=None, test_passed=True)
+    assert verdict.decision.status == "regression"
+    html = write_report(db, tmp_path / "r.html").read_text()
+    source = f"the last 3 passed run(s) in history {db}"
+    assert f'<span class="reg">{verdict.decision.reason}</span>, against {source}.' in html
+    (flag,) = re.findall(r'<circle class="flag"[^>]*><title>([^<]*)</title>', html)
+    assert flag.endswith(f"(failed; regression against {source})")
+    table = html[html.index(f"Latest run against {source} (the gate&#x27;s verdict)"):html.index("Difference from")]
+    assert re.search(r'<tr class="reg"><td>npu kernel 1</td>', table)
 
 
 def test_trace_json_puts_etdump_events_and_console_lines_on_one_axis(tmp_path):
