@@ -125,3 +125,55 @@ def test_junit_properties_and_openmetrics_carry_the_key_figures():
     assert re.search(r'^hil_npu_fraction\{model="synthnet",board="qemu",test="t::a \\"quoted\\""\} 0\.\d+$', text, re.M)
     series = [line.rsplit(" ", 1)[0] for line in text.splitlines() if line.startswith("hil_event_p50")]
     assert len(series) == len(set(series)) == 8  # 5 kernels + 3 CPU ops, the repeated conv kept apart
+
+
+def _partial_overlaps(slices: list[dict]) -> list[tuple[dict, dict]]:
+    """Pairs of slices on one track that overlap without one containing the other (1 ns of rounding allowed)."""
+    found, eps = [], 0.002
+    by_track: dict[int, list[dict]] = {}
+    for e in slices:
+        by_track.setdefault(e["tid"], []).append(e)
+    for track in by_track.values():
+        track.sort(key=lambda e: (e["ts"], -e["dur"]))
+        for i, a in enumerate(track):
+            for b in track[i + 1:]:
+                if b["ts"] >= a["ts"] + a["dur"] - eps:
+                    break
+                if b["ts"] + b["dur"] > a["ts"] + a["dur"] + eps:
+                    found.append((a, b))
+    return found
+
+
+def test_a_profiling_dump_longer_than_its_call_gets_its_own_track_and_says_why(tmp_path):
+    profile = synth_profile(seed=1, iterations=4)
+    call = next(e for e in profile["events"] if e["kind"] == "delegate_call")
+    dump = next(e for e in profile["events"] if e["kind"] == "profiling_dump")
+    dump["times_us"] = [1.6 * t for t in call["times_us"]]  # on the NPU's clock, longer than the call
+    dump.pop("p50_us")
+    folder = tmp_path / "run"
+    atomic.write_json(folder / "profile.json", profile)
+    trace = json.loads(write_trace_json(folder).read_text())
+    complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert _partial_overlaps(complete) == []
+    dumps = [e for e in complete if e["cat"] == "profiling_dump"]
+    calls = sorted((e for e in complete if e["cat"] == "delegate_call"), key=lambda e: e["ts"])
+    assert [d["ts"] for d in sorted(dumps, key=lambda e: e["ts"])] == [c["ts"] for c in calls]  # starts with its call
+    assert all("overlaps the kernels" in d["args"]["note"] and "longer than its delegate call" in d["args"]["note"]
+               for d in dumps)
+    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert {d["tid"] for d in dumps} <= set(names) and len({d["tid"] for d in dumps}) >= 1
+    # without a long dump nothing moves: every kind keeps its one track
+    plain = build_trace(synth_profile(seed=2, iterations=4), [])
+    assert _partial_overlaps([e for e in plain["traceEvents"] if e["ph"] == "X"]) == []
+    assert {e["tid"] for e in plain["traceEvents"] if e["ph"] == "X"} <= set(TRACKS.values())
+
+
+def test_slices_that_overlap_in_part_go_to_separate_lanes_and_nested_or_later_ones_share():
+    from hil.report.timeline import Span, lanes_of
+
+    dump = lambda start, end: Span("profiling_dump", "5", [], start, end - start)  # noqa: E731
+    # the issue's pair: 24.6-111.6 and 82.1-129.4 overlap in part; 130-140 fits after both
+    spans = [dump(24.6, 111.6), dump(82.1, 129.4), dump(130.0, 140.0), Span("npu_kernel", "0", [], 30.0, 10.0)]
+    assert lanes_of(spans) == [0, 1, 0, 0]
+    trace = build_trace({"events": [], "model": "m", "board": "b"}, [])
+    assert trace["traceEvents"][0]["args"]["name"] == "m on b"
