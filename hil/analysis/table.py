@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from hil.analysis.events import short_op as _short_op
 from hil.analysis.totals import main_method
 
 _COLUMNS = (("event", 30), ("kind", 15), ("op types", 31), ("p50 {unit}", 11), ("share", 7))
@@ -32,12 +33,6 @@ _TOTAL_KINDS = {"npu_kernels": "npu_kernel", "delegate_ops": "delegate_op", "cpu
 # Said on a line whose share is over 100%: only the Neutron profiling dump, timed on the NPU's clock
 # with the kernels inside it, gets there.
 OVER_WHOLE = "over 100%: overlaps the kernels"
-
-
-def _short_op(op_type: str) -> str:
-    """`aten.convolution.default` -> `convolution`: the namespace and overload rarely matter here."""
-    parts = op_type.split(".")
-    return parts[1] if len(parts) >= 3 else op_type
 
 
 def _cell(text: str, width: int, right: bool = False) -> str:

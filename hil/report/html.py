@@ -16,7 +16,7 @@ from typing import Any
 from hil import atomic
 from hil.regress import history
 from hil.regress.compare import Comparison, compare_profiles
-from hil.regress.identity import display_name, op_types_text
+from hil.regress.identity import op_types_text, readable_names
 from hil.regress.stats import event_spread
 from hil.report import svg
 from hil.report.timeline import layout_iteration
@@ -30,7 +30,7 @@ h1{font-size:22px}h2{font-size:18px;margin-top:32px;cursor:pointer;border-bottom
 h3{font-size:15px;margin:18px 0 6px}section.collapsed>div{display:none}
 .chart text{font:11px system-ui,sans-serif;fill:#333}
 .npu{fill:#2a9d8f}.cpu{fill:#e76f51}.method{fill:#8d99ae}.call{fill:#e9c46a}.other{fill:#adb5bd}
-.axis{stroke:#999}.line-total{fill:none;stroke:#264653;stroke-width:2}
+.axis{stroke:#999}.grid{stroke:#eee}.line-total{fill:none;stroke:#264653;stroke-width:2}
 .line-npu{fill:none;stroke:#2a9d8f;stroke-width:1.5;stroke-dasharray:4 3}
 .point{fill:#264653}.flag{fill:#d62828}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
@@ -55,8 +55,9 @@ def _signed(value: float | None) -> str:
 def _bars(profile: dict[str, Any]) -> str:
     events = [e for e in profile.get("events", []) if e.get("kind") in ("npu_kernel", "cpu_op")]
     events = sorted(events, key=lambda e: -event_spread(e)[0])[:MAX_BARS]
-    bars = [svg.Bar(f"{display_name(e)} [{op_types_text(e)}]", event_spread(e)[0], str(e.get("kind")),
-                    f"{e.get('kind')} {e.get('name')} ({op_types_text(e)})") for e in events]
+    names = {id(e): name for e, name in zip(profile.get("events", []), readable_names(profile.get("events", [])))}
+    bars = [svg.Bar(names[id(e)], event_spread(e)[0], str(e.get("kind")),
+                    f"{names[id(e)]} ({e.get('kind')}; op types {op_types_text(e)})") for e in events]
     if not bars:
         return "<p>No operator events.</p>"
     totals = profile.get("totals_us") or {}

@@ -1,5 +1,6 @@
 """Where each event of one iteration sits in time, for the trace and the report's timeline.
 
+Spans are named as a reader calls the event (`call 0 / kernel 1: convolution`: hil.regress.identity).
 profile.json holds durations, not start times (unless the analysis adds `start_us`, which wins).
 Without them the layout follows the program: `Method::execute` spans the iteration, CPU operators
 and delegate calls run one after another inside it, and each group of consecutive NPU events
@@ -14,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from hil.regress.identity import readable_names
 
 # Events that run inside a delegate call: Neutron kernels and dump, any other delegate's operators.
 NPU_KINDS = ("npu_kernel", "profiling_dump", "delegate_op")
@@ -51,7 +54,7 @@ def _npu_groups(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 def layout_iteration(profile: dict[str, Any], iteration: int | None = 0, offset_us: float = 0.0) -> list[Span]:
     """Spans of one iteration (None: the p50 of each event), starting at `offset_us`."""
-    events = profile.get("events", [])
+    events = [dict(e, name=label) for e, label in zip(profile.get("events", []), readable_names(profile.get("events", [])))]
     dur: Callable[[dict[str, Any]], float] = lambda e: _duration(e, iteration)  # noqa: E731
     explicit = all(e.get("start_us") is not None for e in events) and events
     spans: list[Span] = []
