@@ -7,6 +7,7 @@ Each function returns one `<svg>` element; colours come from CSS classes defined
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from html import escape
 
@@ -14,6 +15,7 @@ from hil.report.timeline import Span, lanes_of
 
 LABEL_W = 300
 LABEL_CHARS = 46  # of a bar's label shown at 11 px in LABEL_W
+NOTE_CHARS = 120  # of a line under a chart, at 11 px in 760 px
 ROW_H = 18
 LANES = ("method", "delegate_call", "cpu_op", "npu_kernel", "profiling_dump", "delegate_op")
 LANE_NAMES = {"method": "Method::execute", "delegate_call": "delegate call", "cpu_op": "CPU ops",
@@ -99,8 +101,8 @@ def timeline(spans: list[Span], *, width: int = 760, label: str = "timeline of o
     end = max([s.start_us + s.dur_us for s in spans] + [1e-9])
     start = min([s.start_us for s in spans] + [0.0])
     axis_y = len(rows) * (ROW_H + 6) + 4
-    axis, top = _x_axis(140, width - 10, axis_y, end - start, "us from the start of Method::execute")
-    scale = (width - 150) / top
+    axis, top = _x_axis(140, width - 30, axis_y, end - start, "us from the start of Method::execute")
+    scale = (width - 170) / top
     body = []
     for row, (kind, lane) in enumerate(rows):
         y = row * (ROW_H + 6)
@@ -111,10 +113,10 @@ def timeline(spans: list[Span], *, width: int = 760, label: str = "timeline of o
             tip = f"{s.name} [{', '.join(s.op_types) or '-'}] {s.start_us:.1f}+{s.dur_us:.1f} us" + (f": {s.note}" if s.note else "")
             body.append(f'<rect class="{_css(s.kind)}" x="{x:.1f}" y="{y + 2}" width="{max(0.5, s.dur_us * scale):.1f}" '
                         f'height="{ROW_H - 2}"><title>{escape(tip)}</title></rect>')
-    notes = sorted({f"{LANE_NAMES.get(s.kind, s.kind)} {s.name}: {s.note}" for s in spans if s.note})
+    notes = sorted({f"{s.name}: {s.note}" for s in spans if s.note})
     text_y = axis_y + 44
-    for line in notes:
-        body.append(f'<text x="140" y="{text_y}">{escape(line)}</text>')
+    for line in (part for note in notes for part in textwrap.wrap(note, NOTE_CHARS, subsequent_indent="  ")):
+        body.append(f'<text x="10" y="{text_y}">{escape(line)}</text>')
         text_y += 14
     return _svg(width, text_y, body + axis, label)
 
@@ -137,7 +139,7 @@ class TrendPoint:
 
 def trend(points: list[TrendPoint], *, width: int = 760, height: int = 220, label: str = "nightly trend") -> str:
     """Total latency (left axis, line) and NPU fraction (right axis 0..1, dashed) per run; flagged runs in red."""
-    left, right, top, bottom = 70, 60, 12, 44
+    left, right, top, bottom = 70, 60, 24, 44
     totals = [p.total_us for p in points if p.total_us is not None]
     hi = nice_ticks(max(totals + [1e-9]))[-1]
     n = len(points)
@@ -147,8 +149,8 @@ def trend(points: list[TrendPoint], *, width: int = 760, height: int = 220, labe
     body = [f'<line class="axis" x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}"/>',
             f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}"/>',
             f'<line class="axis" x1="{width - right}" y1="{top}" x2="{width - right}" y2="{height - bottom}"/>',
-            f'<text x="{left - 4}" y="{top - 2 if top > 10 else 10}" text-anchor="end">us</text>',
-            f'<text x="{width - right + 4}" y="{top - 2 if top > 10 else 10}">NPU</text>']
+            f'<text x="{left}" y="{top - 10}" text-anchor="middle">total us</text>',
+            f'<text x="{width - right}" y="{top - 10}" text-anchor="middle">NPU fraction</text>']
     for tick in nice_ticks(hi):
         body.append(f'<text x="{left - 6}" y="{y_total(tick) + 4:.1f}" text-anchor="end">{_fmt_tick(tick)}</text>'
                     f'<line class="grid" x1="{left}" y1="{y_total(tick):.1f}" x2="{width - right}" y2="{y_total(tick):.1f}"/>')
