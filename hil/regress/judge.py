@@ -17,10 +17,10 @@ from hil.errors import HilError
 from hil.manifest import describe_files
 from hil.regress import history
 from hil.regress.baseline import find_baseline, write_baseline
-from hil.regress.gate import CANNOT_JUDGE, Decision, decide, no_baseline
 from hil.regress.budgets import Budget, check_budget, format_violations, load_file_budget, merge_budgets
 from hil.regress.compare import (DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_K, DEFAULT_TOLERANCE,
                                  MIN_BASELINE_RUNS, Comparison, compare_runs, comparison_to_dict, format_comparison)
+from hil.regress.gate import CANNOT_JUDGE, Decision, decide, no_baseline
 from hil.regress.identity import series_name
 from hil.regress.runs import LoadedRun, load_run, read_manifest
 from hil.regress.stats import drop_warmup
