@@ -51,7 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hil.regress.identity import UNJUDGED_KINDS, display_name, keyed_events, op_types_text
+from hil.regress.identity import UNJUDGED_KINDS, keyed_events, op_types_text, readable_names
 from hil.regress.power import baseline_runs_needed, best_p_value, rank_test_can_decide
 from hil.regress.verdicts import (ADDED, CANNOT_JUDGE, DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_K,  # noqa: F401
                                   DEFAULT_TOLERANCE, IMPROVEMENT, MIN_BASELINE_RUNS, MIN_ITERATIONS, RANK_RULE,
@@ -126,10 +126,11 @@ def compare_runs(
     before, after = keyed_events(first_base.get("events", [])), keyed_events(first_now.get("events", []))
     whole = median([r[_METHOD_KEY].value for r in base if _METHOD_KEY in r]) if any(_METHOD_KEY in r for r in base) else 0.0
     limits = _Limits(tolerance, noise_k, min_delta_us, min_share * whole, alpha, load)
+    named = {id(e): n for run in (first_base, first_now) for e, n in zip(run.get("events", []), readable_names(run.get("events", [])))}
     deltas = []
     for key in list(after) + [k for k in before if k not in after]:
         event = after.get(key) or before[key]
-        kind, name, types = str(event.get("kind")), display_name(event), op_types_text(event)
+        kind, name, types = str(event.get("kind")), named[id(event)], op_types_text(event)
         if key not in before or key not in after:
             value = event_spread(dict(event))[0]
             verdict = ADDED if key not in before else REMOVED

@@ -81,7 +81,7 @@ def test_a_kernel_140_percent_slower_fails_against_three_history_runs(tmp_path):
     verdict = judge_run(_folder(tmp_path, "now", synth_profile(9, slow={KERNEL: 2.4})),
                         JudgeOptions(baseline=tmp_path / "baselines", history=db), marker_budget=None, test_passed=True)
     (failure,) = verdict.failures
-    assert "against the last 3 passed run(s) in history" in failure and "first npu kernel 1 +14" in failure
+    assert "against the last 3 passed run(s) in history" in failure and "first call 0 / kernel 1: convolution +14" in failure
     assert "reach p >= 0.25 at best, above alpha 0.1" in failure
     assert ("hil.synthnet.verdict", "regression") in verdict.properties
 
@@ -96,7 +96,7 @@ def test_one_iteration_runs_cannot_be_judged_and_strict_mode_fails_them(tmp_path
     lenient = judge_run(now, JudgeOptions(baseline=tmp_path / "b", history=db), marker_budget=None, test_passed=True)
     assert lenient.failures == [] and lenient.decision.status == "cannot judge"
     assert lenient.warnings == ["synthnet against the last 3 passed run(s) in history " + str(db)
-                                + ": cannot judge: 6 more baseline run(s) needed (npu kernel 1, DELEGATE_CALL, Method::execute slower)"]
+                                + ": cannot judge: 6 more baseline run(s) needed (call 0 / kernel 1: convolution, DELEGATE_CALL, Method::execute slower)"]
     assert ("hil.synthnet.verdict", "cannot judge") in lenient.properties
     assert ("hil.synthnet.baseline_runs_needed", "6") in lenient.properties
     strict = judge_run(now, JudgeOptions(baseline=tmp_path / "b", history=strict_db, strict=True), marker_budget=None,
@@ -139,7 +139,7 @@ def test_the_new_project_case_fails_its_suite_with_three_history_runs_and_with_a
         history.record_run(db, synth_profile(seed), {"written_at": f"2026-01-0{seed + 1}T00:00:00Z"}, passed=True)
     three = _session(tmp_path, "--hil-baseline", "baselines/qemu", "--hil-history", str(db), "--junitxml=three.xml")
     assert three.returncode == 1, three.stdout + three.stderr
-    assert "performance regression" in three.stdout and "first npu kernel 1 +14" in three.stdout
+    assert "performance regression" in three.stdout and "first call 0 / kernel 1: convolution +14" in three.stdout
     props = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "three.xml").getroot().iter("property")}
     assert "regression" in props.values()
 
@@ -147,7 +147,7 @@ def test_the_new_project_case_fails_its_suite_with_three_history_runs_and_with_a
                       {"schema": "et-hil/baseline/1", "provenance": {}, "profile": synth_profile(0)})
     file_only = _session(tmp_path, "--hil-baseline", "baselines/qemu")
     assert file_only.returncode == 1, file_only.stdout + file_only.stderr
-    assert "against baseline" in file_only.stdout and "first npu kernel 1 +14" in file_only.stdout
+    assert "against baseline" in file_only.stdout and "first call 0 / kernel 1: convolution +14" in file_only.stdout
 
 
 def test_a_missing_baseline_folder_is_said_under_q_and_fails_under_strict(tmp_path):

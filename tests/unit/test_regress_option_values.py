@@ -44,7 +44,7 @@ def test_hil_compare_refuses_each_bad_number_in_one_line_naming_the_option(two_r
 def test_good_numbers_are_taken_and_the_doubled_kernel_still_fails(two_runs):
     done = hil("compare", *two_runs, "--tolerance", "5%", "--alpha", "1", "--min-share", "0", "--limit", "1",
                "--noise-k", "0", "--min-delta-us", "0", "--warmup", "0")
-    assert done.returncode == 1 and "npu kernel 1" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 1 and "call 0 / kernel 1: convolution" in done.stdout, done.stdout + done.stderr
 
 
 def test_hil_baseline_update_refuses_a_negative_warmup(two_runs, tmp_path):

@@ -62,7 +62,7 @@ def test_budgets_baselines_history_and_junit_in_a_pytest_session(tmp_path):
     assert "PASSED test_suite.py::test_fine" in out and "FAILED test_suite.py::test_fixture_budget" in out
     assert "budget exceeded for model 'synthnet' on board 'qemu'" in out and "limit (max) 1 us" in out
     assert f"artifacts: {tmp_path / 'runs' / 'budget'}" in out
-    assert "performance regression" in out and "npu kernel 1" in out
+    assert "performance regression" in out and "call 0 / kernel 1: convolution" in out
     assert "aten.convolution.default" in out and f"artifacts: {tmp_path / 'runs' / 'slow'}" in out
     assert "NPU fraction (min)" in out
     conn = history.open_existing(db)

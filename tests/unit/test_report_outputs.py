@@ -77,7 +77,7 @@ def test_headline_trend_and_table_tell_the_verdict_the_gate_stored(tmp_path):
     (flag,) = re.findall(r'<circle class="flag"[^>]*><title>([^<]*)</title>', html)
     assert flag.endswith(f"(failed; regression against {source})")
     table = html[html.index(f"Latest run against {source} (the gate&#x27;s verdict)"):html.index("Difference from")]
-    assert re.search(r'<tr class="reg"><td>npu kernel 1</td>', table)
+    assert re.search(r'<tr class="reg"><td>call 0 / kernel 1: convolution</td>', table)
 
 
 def test_trace_json_puts_etdump_events_and_console_lines_on_one_axis(tmp_path):
