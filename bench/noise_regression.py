@@ -54,9 +54,9 @@ def run_once(compiled: CompiledModel, iterations: int, work: Path) -> dict:
     return drop_warmup(profile, 1)
 
 
-def judged(history: list[dict], first: dict, again: callable, confirm: int) -> tuple[Comparison, Comparison]:
+def judged(history: list[dict], first: dict, again: callable, confirm: int, runs: int) -> tuple[Comparison, Comparison]:
     """The verdict on `first` alone and after confirmation re-runs (made only when needed)."""
-    baseline = history[-10:]
+    baseline = history[-runs:]
     alone = compare_runs(baseline, [first])
     if not (alone.needs_confirmation and confirm):
         return alone, alone
@@ -67,6 +67,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--confirm", type=int, default=2)
+    parser.add_argument("--baseline-runs", type=int, default=10, metavar="K",
+                        help="earlier unchanged runs each run is judged against (default 10; 3 to 8: the rank test "
+                             "cannot reach alpha with one run, and the within-run spread decides)")
     parser.add_argument("--load-jobs", type=int, default=0, metavar="N", help="busy processes run beside (default 0)")
     parser.add_argument("--load-duty", type=float, default=1.0, metavar="F", help="share of time each is busy (default 1)")
     args = parser.parse_args()
@@ -93,7 +96,7 @@ def measure(args: argparse.Namespace) -> None:
             again = lambda name=name: run_once(models[name], args.iterations, work)  # noqa: E731
             profile = again()
             if history:
-                verdicts = judged(history, profile, again, args.confirm)
+                verdicts = judged(history, profile, again, args.confirm, args.baseline_runs)
                 first = [c.regressions[0].key if c.regressions else "-" for c in verdicts]
                 for i, c in enumerate(verdicts):
                     tally["disturbed"][i] += c.disturbed
@@ -102,7 +105,7 @@ def measure(args: argparse.Namespace) -> None:
                     else:
                         tally["alarm"][i] += c.has_regression
                 tally["wide" if name == "wide" else "same"] += 1
-                print(f"run {step + 1:2d} {name:6s} vs {len(history[-10:]):2d} runs: "
+                print(f"run {step + 1:2d} {name:6s} vs {len(history[-args.baseline_runs:]):2d} runs: "
                       f"alone {'REGRESSION ' + first[0] if verdicts[0].has_regression else 'ok'}"
                       f"{' (disturbed)' if verdicts[0].disturbed else ''}; confirmed "
                       f"{'REGRESSION ' + first[1] if verdicts[1].has_regression else 'ok'}", flush=True)

@@ -183,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the ticks are core cycles at this clock")
     clock.add_argument("--ns", action="store_true", help="the timestamps are nanoseconds (the host runtime's)")
     inspect.add_argument("--json", action="store_true", help="print profile JSON instead of the table")
+    inspect.add_argument("--no-verify", action="store_true",
+                         help="read a run folder's files without checking them against its manifest (a warning says so)")
     inspect.set_defaults(func=_cmd_inspect)
 
     doctor = sub.add_parser("doctor", help="check this machine for what a board needs (the board file first)")

@@ -285,6 +285,7 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
             profile = drop_warmup(profile, request.warmup)
         profile["harness_steps_s"] = {**timer.seconds, **capture.steps_s}
         atomic.write_json(out / "profile.json", profile)
+        _write_trace(out, report)
         provenance["status"] = "passed"
         return RunResult(out, profile, compiled, capture, dict(timer.seconds), simulation)
     except HilError as exc:
@@ -301,6 +302,17 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
     finally:
         provenance["steps_s"] = dict(timer.seconds)
         write_manifest(out, provenance, RUN_FILES)
+
+
+def _write_trace(out: Path, report: Callable[[str], None] | None) -> None:
+    """trace.json beside profile.json (hil.report.trace), so every run folder opens in Perfetto; a trace
+    that cannot be written costs a line, never the run."""
+    from hil.report.trace import write_trace_json
+
+    try:
+        write_trace_json(out)
+    except (HilError, OSError) as exc:
+        (report or (lambda line: print(line, file=sys.stderr)))(f"[hil] trace.json not written: {exc}")
 
 
 def _run_on_board(request: RunRequest, image: Path, checked: CheckedRequest, timer: StepTimer) -> RunCapture:

@@ -28,6 +28,7 @@ from hil.config import BoardConfig
 from hil.errors import InputError
 from hil.options import OVERRIDES
 from hil.progress import Lines
+from hil.run_names import RunNames, run_label
 from hil.settings import DEFAULT_ARTIFACTS, add_ini, option_help
 from hil.settings import resolve as resolve_settings
 
@@ -43,8 +44,8 @@ MARKERS = ("device", "hil_budget", "hil_requires")
 
 
 def uses_et_hil(item: pytest.Item) -> bool:
-    """Whether `item` asked for et-hil (a `hil_*` fixture or one of MARKERS): the plugin's autouse parts
-    act on those tests only, and leave a project's other tests as they would be without et-hil."""
+    """Whether `item` asked for et-hil (a `hil_*` fixture or one of MARKERS): the plugin's hooks act on those
+    tests only, and leave a project's other tests as they would be without et-hil."""
     names = getattr(item, "fixturenames", ())
     return any(name.startswith("hil_") for name in names) or any(item.get_closest_marker(m) is not None for m in MARKERS)
 
@@ -194,16 +195,18 @@ def hil_profile(
     from hil.pipeline import RunRequest, run_profile
 
     config = request.config
+    names = RunNames()
 
     def profile(model: str, *, subdir: str | None = None, **options: Any) -> Any:
-        if subdir is not None:
-            out = artifacts_subfolder(hil_artifacts_dir, subdir)
-        else:
-            out = hil_artifacts_dir / _folder_name(model.split(":")[-1] if ":" in model else model)
         options.setdefault("iterations", config.getoption("hil_iterations"))
         options.setdefault("timeout_s", config.getoption("hil_timeout"))
         options.setdefault("warmup", config.getoption("hil_warmup"))
         board = options.pop("board", None) or _board_for(request, hil_board_config)
+        if subdir is not None:
+            out = artifacts_subfolder(hil_artifacts_dir, subdir)
+        else:  # one folder per run (hil.run_names), so two runs of a test never overwrite each other
+            label = run_label(model, options.get("delegate") or board.get("aot.delegate", "none"))
+            out = hil_artifacts_dir / names.take(_folder_name(label))
 
         def rerun(index: int) -> Path:
             again = out.with_name(f"{out.name}-confirm{index}")

@@ -79,22 +79,37 @@ def option_help(dest: str, text: str) -> str:
 
 
 def resolve(config: pytest.Config) -> None:
-    """Write the winning value of every setting into `config.option` (the module docstring's rule)."""
+    """Write the winning value of every setting into `config.option` (the module docstring's rule).
+
+    The board and the board file are one choice: a board name given on a higher level (the command line
+    over the environment over the ini file) beats a board file given only on a lower one."""
+    levels = {}
     for setting in SETTINGS:
-        setattr(config.option, setting.dest, value_of(setting, config))
+        value, levels[setting.dest] = value_and_level(setting, config)
+        setattr(config.option, setting.dest, value)
+    if config.option.board_config is not None and levels["board"] < levels["board_config"]:
+        config.option.board_config = None
+
+
+# Where a value came from, highest first; the default is the lowest.
+CLI, ENV, INI, LEVELS = 0, 1, 2, 3
 
 
 def value_of(setting: Setting, config: pytest.Config) -> Any:
+    return value_and_level(setting, config)[0]
+
+
+def value_and_level(setting: Setting, config: pytest.Config) -> tuple[Any, int]:
     given = getattr(config.option, setting.dest, None)
     if given is not None:
-        return given
+        return given, CLI
     text = os.environ.get(setting.env, "")
     if text.strip():
-        return setting.parse(text.strip(), f"environment variable {setting.env}")
+        return setting.parse(text.strip(), f"environment variable {setting.env}"), ENV
     ini = config.getini(setting.ini)
     if ini not in (None, "", []):
         value = setting.parse(str(ini).strip(), f"{config.inipath or 'ini file'} [{setting.ini}]")
         if isinstance(value, Path) and not value.is_absolute() and config.inipath is not None:
             value = config.inipath.parent / value
-        return value
-    return setting.default
+        return value, INI
+    return setting.default, LEVELS

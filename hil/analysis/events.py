@@ -163,3 +163,9 @@ def unique(items: Iterable[str]) -> list[str]:
     for item in items:
         seen.setdefault(item, None)
     return list(seen)
+
+
+def short_op(op_type: str) -> str:
+    """`aten.convolution.default` -> `convolution`: the namespace and overload rarely matter to a reader."""
+    parts = op_type.split(".")
+    return parts[1] if len(parts) >= 3 else op_type

@@ -2,7 +2,8 @@
 
 Two ways in, one truth each:
 
-* `hil inspect RUN_DIR`: the run's own files (trace.etdump, etrecord.bin, model.pte, serial.log) and
+* `hil inspect RUN_DIR`: the run's own files (trace.etdump, etrecord.bin, model.pte, serial.log), first
+  checked against the sha256s and the ETDump CRC-32 its manifest recorded (hil.evidence), and
   the clock its manifest recorded, with the console's clock line winning as it did in the run, and
   the run's warm-up dropped: the output is the run's profile.json (all but `harness_steps_s`, how long
   the harness itself took).
@@ -114,6 +115,17 @@ def _model_name(manifest: dict[str, Any]) -> str:
         return str(manifest.get("model"))
 
 
+def _verify(folder: Path, skip: bool) -> list[str]:
+    """Check the folder's files against its manifest (hil.evidence) first; the warning when told not to."""
+    from hil.evidence import verify_run_folder
+
+    if skip:
+        return [f"{folder}: files not verified against manifest.json (--no-verify): the figures may not be the run's"]
+    if (folder / "manifest.json").is_file():
+        verify_run_folder(folder, read_manifest(folder))
+    return []
+
+
 def inspect_files(args: argparse.Namespace) -> int:
     """Print the analysis of a run folder or of `args.path` against `args.etrecord`."""
     from hil.analysis.blocks import read_etrecord
@@ -124,7 +136,9 @@ def inspect_files(args: argparse.Namespace) -> int:
         finite_number(args.clock_mhz, "--clock-mhz", above=0)
     path = Path(args.path)
     if path.is_dir():
+        unverified = _verify(path, getattr(args, "no_verify", False))
         profile = inspect_run(path)
+        profile["warnings"] = [*unverified, *profile.get("warnings", [])]
     else:
         if args.etrecord is None:
             raise AnalysisError(f"{path} is a file: give its ETRecord with --etrecord (or pass a run folder)")

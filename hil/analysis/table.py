@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from hil.analysis.events import short_op as _short_op
 from hil.analysis.totals import main_method
 
 _COLUMNS = (("event", 30), ("kind", 15), ("op types", 29), ("p50 {unit}", 13), ("share", 7))
@@ -25,12 +26,13 @@ _TOTAL_LABELS = (
     ("unattributed", "unattributed"),
 )
 _INDENTED = ("npu_kernel", "profiling_dump", "delegate_op")
-
-
-def _short_op(op_type: str) -> str:
-    """`aten.convolution.default` -> `convolution`: the namespace and overload rarely matter here."""
-    parts = op_type.split(".")
-    return parts[1] if len(parts) >= 3 else op_type
+# A total of 0 whose events the program does not have says nothing: it is left out.
+_TOTAL_KINDS = {"npu_kernels": "npu_kernel", "delegate_ops": "delegate_op", "cpu_ops": "cpu_op",
+                "cpu_call_overhead": "cpu_op", "delegate_calls": "delegate_call", "delegate_overhead": "delegate_call",
+                "profiling_dump": "profiling_dump"}
+# Said on a line whose share is over 100%: only the Neutron profiling dump, timed on the NPU's clock
+# with the kernels inside it, gets there.
+OVER_WHOLE = "over 100%: overlaps the kernels"
 
 
 def _cell(text: str, width: int, right: bool = False) -> str:
@@ -87,19 +89,24 @@ def format_table(profile: dict[str, Any]) -> str:
             lines.append(f"[method {name}]")
         indent = "  " if event.get("kind") in _INDENTED else ""
         ops = ",".join(dict.fromkeys(_short_op(t) for t in event.get("op_types", [])))
+        whole = _method_p50(events, name)
+        if not ops and whole > 0 and float(event.get("p50_us") or 0.0) > whole:
+            ops = OVER_WHOLE.replace("overlaps the", "overlaps")  # fits the column
         lines.append(_row([
             indent + str(event.get("name")),
             str(event.get("kind")),
             ops,
             f"{event.get('p50_us', 0.0):.3f}",
-            _pct(event.get("p50_us"), _method_p50(events, name)),
+            _pct(event.get("p50_us"), whole),
         ]))
     lines.append("")
     if several:
         lines.append(f"totals of method {main_method(events)}:")
+    kinds = {str(e.get("kind")) for e in events}
     for key, label in _TOTAL_LABELS:
-        if key in totals:
-            lines.append(f"{label:<38}{totals[key]:>12.3f} {unit:<5} {_pct(totals[key], method):>7}".rstrip())
+        if key in totals and not (totals[key] == 0 and key in _TOTAL_KINDS and _TOTAL_KINDS[key] not in kinds):
+            line = f"{label:<38}{totals[key]:>12.3f} {unit:<5} {_pct(totals[key], method):>7}".rstrip()
+            lines.append(line + (f"  {OVER_WHOLE}" if method > 0 and totals[key] > method else ""))
     fraction = profile.get("npu_fraction")
     lines.append(f"{'NPU fraction':<38}{'n/a' if fraction is None else f'{fraction:.3f}':>12}")
     fallback = profile.get("cpu_fallback_ops") or []

@@ -12,14 +12,18 @@ import sys
 from pathlib import Path
 
 from hil.regress.compare import DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
+from hil.regress.option_values import check_options
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from hil.errors import AnalysisError
     from hil.regress.compare import compare_runs, comparison_to_dict, format_comparison
+    from hil.regress.gate import FAIL, decide
     from hil.regress.runs import load_run
     from hil.regress.stats import drop_warmup
 
+    check_options({"tolerance": args.tolerance, "noise-k": args.noise_k, "min-delta-us": args.min_delta_us,
+                   "min-share": args.min_share, "alpha": args.alpha, "warmup": args.warmup, "limit": args.limit})
     if len(args.runs) < 2:
         raise AnalysisError("give at least two runs: the baseline run(s), then the run to judge")
     *before, after = [load_run(path) for path in args.runs]
@@ -34,12 +38,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         tolerance=args.tolerance, noise_k=args.noise_k, min_delta_us=args.min_delta_us, min_share=args.min_share,
         alpha=args.alpha,
     )
+    decision = decide(comparison, strict=args.strict)
     if args.json:
-        print(json.dumps(comparison_to_dict(comparison), indent=2))
+        print(json.dumps({**comparison_to_dict(comparison), "decision": {"status": decision.status, "failed": decision.failed,
+                                                                         "reason": decision.reason}}, indent=2))
     else:
         print("A: " + ", ".join(run.label for run in before) + f"\nB: {after.label}")
         print(format_comparison(comparison, limit=args.limit))
-    return 1 if comparison.has_regression else 0
+        print(decision.reason + (" (a failure: --strict)" if decision.failed and decision.status != FAIL else ""))
+    return 1 if decision.failed else 0
 
 
 def _different_programs(a: dict, b: dict) -> str | None:
@@ -55,6 +62,7 @@ def _cmd_baseline_update(args: argparse.Namespace) -> int:
     from hil.regress.runs import load_run
     from hil.regress.stats import drop_warmup
 
+    check_options({"warmup": args.warmup})
     run = load_run(args.run)
     run.profile = drop_warmup(run.profile, args.warmup)
     path = write_baseline(run, args.out)
@@ -98,6 +106,7 @@ def add_regression_commands(sub: argparse._SubParsersAction) -> None:
     _add_judging_options(compare)
     compare.add_argument("--limit", type=int, default=10, metavar="N", help="rows of each table (default 10)")
     compare.add_argument("--json", action="store_true", help="print every event's verdict as JSON")
+    compare.add_argument("--strict", action="store_true", help="exit 1 also when the runs cannot be judged")
     compare.set_defaults(func=_cmd_compare)
 
     baseline = sub.add_parser("baseline", help="manage baselines")

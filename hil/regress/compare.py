@@ -10,14 +10,21 @@ over the iterations on a board clock, and its fastest iteration on host time (se
     limit    = max(tolerance x median(B), min_share x Method::execute, min_delta_us, noise)
     noise    = noise_k x 1.4826 x MAD(B)              (K >= 3: the spread between runs)
              = noise_k x 1.4826 x hypot(MAD_b, MAD_now) (K < 3: only the spread inside each run is known)
-    regressed  when delta > limit  and (K >= 3) the one-sided Mann-Whitney U p-value of X above B <= alpha
     improved   when -delta > limit
+    slower     when delta > limit, then decided by the first rule that can decide with these runs:
+      rank       (K >= 3, and 1 / C(K + n, n) <= alpha) the one-sided Mann-Whitney U p-value of X above
+                 B <= alpha
+      within-run (every iteration count >= 2) delta > noise_k x 1.4826 x hypot(MAD_b, MAD_now) as well,
+                 and (K >= 3) every new run slower than every baseline run: the strongest evidence
+                 the rank test can give with these runs
+      none       "cannot judge": the verdict says how many more baseline runs the rank test needs
 
 `min_share` is the minimum effect size that matters: an event must add at least that share of the
-whole inference (0.1%), so a 1 us operator doubling is not a regression of a 28 ms model. With one new
-run against K baseline runs the smallest p-value is 1/(K+1): a lone run must be slower than every
-baseline run; confirmation re-runs (`--hil-confirm N`) give the test more power before a suspected
-regression fails.
+whole inference (0.1%), so a 1 us operator doubling is not a regression of a 28 ms model. With n new
+runs against K baseline runs the smallest p-value is 1 / C(K + n, n) (hil.regress.power): a lone run
+against 3 to 8 runs can never reach alpha = 0.1, so there the rank test does not veto and the
+within-run rule decides; confirmation re-runs (`--hil-confirm N`) give the rank test the power to
+decide before a suspected regression fails.
 
 Timestamps from the host runtime (nanoseconds on a shared machine) also carry machine load: another
 job on the same cores only ever adds time, in bursts that hit some iterations and not others, so on
@@ -31,7 +38,8 @@ event's limit grows by the shift (limit + (shift - 1) x median(B)): an operator 
 the rest of its run, not only slower than the baseline. Board clocks (RT700, the simulated Neutron
 board) carry no machine load, so there every change is judged as it is.
 
-An event measured in one iteration only has no spread: it is "unjudged" (n = 1 cannot judge).
+An event measured in one iteration only has no spread: unless the rank test can decide it, it is
+"unjudged", or "cannot judge" when it is slower than every limit.
 Regressions are listed operators first, then the delegate calls and methods that contain them, each by
 the time they add per inference, largest first: what to look at first.
 """
@@ -40,110 +48,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from hil.analysis.events import DELEGATE_CALL, METHOD
-from hil.regress.identity import UNJUDGED_KINDS, display_name, keyed_events, op_types_text
-from hil.regress.stats import (DISTURBED_SHIFT, MAD_TO_SIGMA, event_fastest, event_spread, median, rank_p_value,
-                               run_shift, spread, undisturbed)
+from hil.regress.identity import UNJUDGED_KINDS, keyed_events, op_types_text, readable_names
+from hil.regress.power import baseline_runs_needed, best_p_value, rank_test_can_decide
+from hil.regress.verdicts import (ADDED, CANNOT_JUDGE, DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_K,  # noqa: F401
+                                  DEFAULT_TOLERANCE, IMPROVEMENT, MIN_BASELINE_RUNS, MIN_ITERATIONS, RANK_RULE,
+                                  REGRESSION, REMOVED, UNCHANGED, UNJUDGED, WITHIN_RUN_RULE, Comparison, EventDelta,
+                                  parse_tolerance)
 
-DEFAULT_TOLERANCE = 0.05
-DEFAULT_NOISE_K = 3.0
-DEFAULT_MIN_SHARE = 0.001
-DEFAULT_ALPHA = 0.1
-# Fewer iterations than this cannot show a run's own spread.
-MIN_ITERATIONS = 5
-# Fewer baseline runs than this: no spread between runs can be estimated.
-MIN_BASELINE_RUNS = 3
 _METHOD_KEY = "method:Method::execute#0"
 # A load this large in the kept new runs is said in the notes.
 LOAD_NOTE_SHIFT = 0.02
-
-
-def parse_tolerance(text: str) -> float:
-    """`5`, `5%` or `0.05` -> 0.05: a tolerance is given as people say it (numbers >= 1 are percent)."""
-    value = float(text.rstrip("%"))
-    return value / 100.0 if text.endswith("%") or value >= 1 else value
-
-
-# Events that contain others (a method its operators and delegate calls, a delegate call its kernels)
-# rank after what they contain when regressions are named.
-_CONTAINER_RANK = {DELEGATE_CALL: 1, METHOD: 2}
-REGRESSION, IMPROVEMENT, UNCHANGED, ADDED, REMOVED = "regression", "improvement", "unchanged", "added", "removed"
-UNJUDGED = "unjudged"
-
-
-@dataclass
-class EventDelta:
-    """One event, before and after."""
-
-    key: str
-    kind: str
-    name: str
-    op_types: str
-    baseline_us: float | None
-    now_us: float | None
-    noise_us: float
-    verdict: str
-    p_value: float | None = None
-
-    @property
-    def change_pct(self) -> float | None:
-        if not self.baseline_us or self.now_us is None:
-            return None
-        return 100.0 * (self.now_us - self.baseline_us) / self.baseline_us
-
-    @property
-    def delta_us(self) -> float:
-        if self.baseline_us is None or self.now_us is None:
-            return 0.0
-        return self.now_us - self.baseline_us
-
-
-@dataclass
-class Comparison:
-    """Every event's verdict, with the limits that produced them."""
-
-    deltas: list[EventDelta]
-    tolerance: float = DEFAULT_TOLERANCE
-    noise_k: float = DEFAULT_NOISE_K
-    min_delta_us: float = 0.0
-    notes: list[str] = field(default_factory=list)
-    baseline_runs: int = 1
-    now_runs: int = 1
-    disturbed: bool = False
-
-    def _by(self, verdict: str) -> list[EventDelta]:
-        return [d for d in self.deltas if d.verdict == verdict]
-
-    @property
-    def regressions(self) -> list[EventDelta]:
-        """Operators first, then the delegate calls and methods that contain them; largest time added first.
-
-        A method's time includes every operator's, so when one convolution slows down `Method::execute`
-        adds at least as much and would otherwise always be named first, hiding the cause.
-        """
-        return sorted(self._by(REGRESSION), key=lambda d: (_CONTAINER_RANK.get(d.kind, 0), -d.delta_us))
-
-    @property
-    def improvements(self) -> list[EventDelta]:
-        return sorted(self._by(IMPROVEMENT), key=lambda d: d.delta_us)
-
-    @property
-    def has_regression(self) -> bool:
-        return any(d.verdict == REGRESSION for d in self.deltas)
-
-    @property
-    def suspects(self) -> list[EventDelta]:
-        """Events slower than every limit but not (yet) significantly: too few runs to tell."""
-        return [d for d in self.deltas if d.verdict == UNCHANGED and d.p_value is not None]
-
-    @property
-    def needs_confirmation(self) -> bool:
-        """A regression, a suspect, or a run too disturbed to judge: what confirmation re-runs settle."""
-        return self.has_regression or self.disturbed or bool(self.suspects)
-
+from hil.regress.stats import (DISTURBED_SHIFT, MAD_TO_SIGMA, event_fastest, event_spread, median, rank_p_value,
+                               run_shift, spread, undisturbed)
 
 def judge(base_p50: float, base_mad: float, now_p50: float, now_mad: float, *, tolerance: float, noise_k: float,
           min_delta_us: float = 0.0) -> tuple[str, float]:
@@ -207,10 +126,11 @@ def compare_runs(
     before, after = keyed_events(first_base.get("events", [])), keyed_events(first_now.get("events", []))
     whole = median([r[_METHOD_KEY].value for r in base if _METHOD_KEY in r]) if any(_METHOD_KEY in r for r in base) else 0.0
     limits = _Limits(tolerance, noise_k, min_delta_us, min_share * whole, alpha, load)
+    named = {id(e): n for run in (first_base, first_now) for e, n in zip(run.get("events", []), readable_names(run.get("events", [])))}
     deltas = []
     for key in list(after) + [k for k in before if k not in after]:
         event = after.get(key) or before[key]
-        kind, name, types = str(event.get("kind")), display_name(event), op_types_text(event)
+        kind, name, types = str(event.get("kind")), named[id(event)], op_types_text(event)
         if key not in before or key not in after:
             value = event_spread(dict(event))[0]
             verdict = ADDED if key not in before else REMOVED
@@ -219,15 +139,16 @@ def compare_runs(
             continue
         b = [r[key] for r in base if key in r]
         x = [r[key] for r in now if key in r]
-        verdict, noise, p_value = _verdict(kind, b, x, limits, disturbed)
+        judged = _verdict(kind, b, x, limits, disturbed)
         deltas.append(EventDelta(key, kind, name, types, median([s.value for s in b]), median([s.value for s in x]),
-                                 noise, verdict, p_value))
+                                 judged.noise, judged.verdict, judged.p_value, judged.rule, judged.runs_needed))
     added, removed = sum(d.verdict == ADDED for d in deltas), sum(d.verdict == REMOVED for d in deltas)
     if added or removed:
         notes.append(f"program structure changed: {added} event(s) added, {removed} removed (not judged)")
     if any(d.verdict == UNJUDGED for d in deltas) and not disturbed:
         notes.append("warning: events measured in 1 iteration cannot be judged (n = 1); run more iterations")
-    return Comparison(deltas, tolerance, noise_k, min_delta_us, notes, len(base), len(now), disturbed)
+    notes += _power_notes(deltas, len(base), len(now), alpha)
+    return Comparison(deltas, tolerance, noise_k, min_delta_us, notes, len(base), len(now), disturbed, alpha)
 
 
 @dataclass(frozen=True)
@@ -240,27 +161,58 @@ class _Limits:
     load: float = 0.0  # how much slower the kept new runs are as a whole (0.12 = 12%), host times only
 
 
-def _verdict(kind: str, b: list[_Sample], x: list[_Sample], limits: _Limits,
-             disturbed: bool) -> tuple[str, float, float | None]:
-    """Verdict, noise (us) and rank p-value of one event (see the module docstring)."""
+@dataclass(frozen=True)
+class _Judged:
+    verdict: str
+    noise: float
+    p_value: float | None = None
+    rule: str | None = None
+    runs_needed: int = 0
+
+
+def _verdict(kind: str, b: list[_Sample], x: list[_Sample], limits: _Limits, disturbed: bool) -> _Judged:
+    """Verdict, noise (us), rank p-value and deciding rule of one event (see the module docstring)."""
     before, after = [s.value for s in b], [s.value for s in x]
     across = len(b) >= MIN_BASELINE_RUNS
-    if across:
-        noise = limits.noise_k * spread(before)
-    else:
-        noise = limits.noise_k * MAD_TO_SIGMA * math.hypot(median([s.mad for s in b]), median([s.mad for s in x]))
-    if disturbed or min(s.n for s in [*b, *x]) == 1:
-        return UNJUDGED, noise, None
+    within = limits.noise_k * MAD_TO_SIGMA * math.hypot(median([s.mad for s in b]), median([s.mad for s in x]))
+    noise = limits.noise_k * spread(before) if across else within
+    one_iteration = min(s.n for s in [*b, *x]) == 1
+    if disturbed:
+        return _Judged(UNJUDGED, noise)
     if kind in UNJUDGED_KINDS:
-        return UNCHANGED, noise, None
+        return _Judged(UNJUDGED if one_iteration else UNCHANGED, noise)
     center, delta = median(before), median(after) - median(before)
-    limit = max(limits.tolerance * center, limits.min_effect_us, limits.min_delta_us, noise) + limits.load * center
-    if delta > limit:
-        p_value = rank_p_value(after, before) if across else None
-        return (REGRESSION if p_value is None or p_value <= limits.alpha else UNCHANGED), noise, p_value
-    if -delta > limit:
-        return IMPROVEMENT, noise, None
-    return UNCHANGED, noise, None
+    load = limits.load * center
+    limit = max(limits.tolerance * center, limits.min_effect_us, limits.min_delta_us, noise) + load
+    if delta <= limit:
+        return _Judged(UNJUDGED if one_iteration else IMPROVEMENT if -delta > limit else UNCHANGED, noise)
+    p_value = rank_p_value(after, before) if across else None
+    if across and rank_test_can_decide(len(b), len(x), limits.alpha):
+        return _Judged(REGRESSION if p_value <= limits.alpha else UNCHANGED, noise, p_value, RANK_RULE)
+    if not one_iteration:
+        above_all = not across or min(after) > max(before)
+        regressed = above_all and delta > within + load
+        return _Judged(REGRESSION if regressed else UNCHANGED, noise, p_value, WITHIN_RUN_RULE)
+    needed = baseline_runs_needed(len(x), limits.alpha, at_least=MIN_BASELINE_RUNS) - len(b)
+    return _Judged(CANNOT_JUDGE, noise, p_value, None, needed)
+
+
+def _power_notes(deltas: list[EventDelta], base_runs: int, now_runs: int, alpha: float) -> list[str]:
+    """What the rank test could prove with these runs, and what decided instead."""
+    notes = []
+    slower = [d for d in deltas if d.rule == WITHIN_RUN_RULE and base_runs >= MIN_BASELINE_RUNS]
+    if slower:
+        more = baseline_runs_needed(now_runs, alpha, at_least=MIN_BASELINE_RUNS) - base_runs
+        notes.append(f"rank test: {now_runs} new run(s) against {base_runs} baseline run(s) reach p >= "
+                     f"{best_p_value(base_runs, now_runs):.3g} at best, above alpha {alpha:g}: slower events judged by "
+                     f"the within-run spread ({more} more baseline run(s), or --hil-confirm, let the rank test decide)")
+    blind = [d for d in deltas if d.verdict == CANNOT_JUDGE]
+    if blind:
+        needed = max(d.runs_needed for d in blind)
+        notes.append(f"cannot judge: {needed} more baseline run(s) needed ({len(blind)} slower event(s) measured in "
+                     f"1 iteration, where the rank test cannot reach alpha {alpha:g} yet: "
+                     + ", ".join(d.name for d in blind[:5]) + ")")
+    return notes
 
 
 def _drop_disturbed(base: list[dict[str, _Sample]], now: list[dict[str, _Sample]], notes: list[str]
@@ -336,6 +288,10 @@ def format_comparison(comparison: Comparison, *, limit: int = 10) -> str:
     out = [head, *comparison.notes]
     if regs:
         out += ["", *_rows_table(f"worst regressions (of {len(regs)}):", regs[:limit])]
+    blind = comparison.cannot_judge
+    if blind:
+        out += ["", *_rows_table(f"cannot judge: {comparison.runs_needed} more baseline run(s) needed "
+                                 f"(slower, of {len(blind)}):", blind[:limit])]
     if imps:
         out += ["", *_rows_table(f"improvements (of {len(imps)}):", imps[:limit])]
     return "\n".join(out)
@@ -350,11 +306,14 @@ def comparison_to_dict(comparison: Comparison) -> dict[str, Any]:
         "disturbed": comparison.disturbed,
         "baseline_runs": comparison.baseline_runs,
         "now_runs": comparison.now_runs,
+        "alpha": comparison.alpha,
+        "best_p_value": comparison.best_p_value,
+        "runs_needed": comparison.runs_needed,
         "notes": comparison.notes,
         "events": [
             {"key": d.key, "kind": d.kind, "name": d.name, "op_types": d.op_types, "baseline_us": d.baseline_us,
              "now_us": d.now_us, "change_pct": d.change_pct, "noise_us": d.noise_us, "verdict": d.verdict,
-             "p_value": d.p_value}
+             "p_value": d.p_value, "rule": d.rule, "runs_needed": d.runs_needed}
             for d in comparison.deltas
         ],
     }

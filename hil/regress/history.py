@@ -19,6 +19,7 @@ from typing import Any
 
 from hil.analysis.statistics import summarize
 from hil.errors import AnalysisError
+from hil.regress.finite import check_finite
 from hil.regress.identity import keyed_events, series_name
 
 BUSY_TIMEOUT_S = 60.0
@@ -232,6 +233,9 @@ def recent_runs(path: Path, series: str, board: str, limit: int) -> list[dict[st
         for row in rows:
             for col in ("versions", "totals", "memory", "time_scale"):
                 row[col] = json.loads(row[col]) if row.get(col) else {}
-        return [profile_from_history(row, read_events(conn, row["id"])) for row in reversed(rows)]
+        profiles = [profile_from_history(row, read_events(conn, row["id"])) for row in reversed(rows)]
     finally:
         conn.close()
+    for row, profile in zip(reversed(rows), profiles):
+        check_finite(profile, f"history {path}, run {row['id']} of {row['time']}")
+    return profiles

@@ -9,8 +9,10 @@ so a changed ETRecord mapping does not make every event look new.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from hil.analysis.events import short_op
 
 # The Neutron profiling dump is instrumentation cost, not model work: shown, never judged.
 UNJUDGED_KINDS = frozenset({"profiling_dump"})
@@ -60,3 +62,30 @@ def series_name(profile: Mapping[str, Any]) -> str:
     model = str(profile.get("model") or "model")
     delegate = profile.get("delegate")
     return model if delegate in (None, "", "none") else f"{model}+{delegate}"
+
+
+def readable_names(events: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per event, in order, what a reader of a chart or a CI page calls it.
+
+    Neutron kernels are "0", "1", ... in every delegate call, so a kernel is named with its call and
+    its op types (`call 1 / kernel 0: convolution, relu`), a profiling dump with its call; other events
+    as `display_name` says, with `#2`, `#3` on the later runs of a repeated operator.
+    """
+    names, call = [], -1
+    for event in events:
+        kind = event.get("kind")
+        if kind == "delegate_call":
+            call += 1
+        ops = ", ".join(dict.fromkeys(short_op(str(t)) for t in event.get("op_types") or []))
+        if kind == "npu_kernel":
+            names.append(f"call {max(call, 0)} / kernel {event.get('name')}" + (f": {ops}" if ops else ""))
+        elif kind == "profiling_dump":
+            names.append(f"call {max(call, 0)} / profiling dump")
+        else:
+            names.append(display_name(event))
+    seen: dict[str, int] = {}
+    for index, name in enumerate(names):  # an operator run twice: its second run is `name #2`
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            names[index] = f"{name} #{seen[name]}"
+    return names

@@ -20,6 +20,7 @@ from hil.regress.baseline import find_baseline, write_baseline
 from hil.regress.budgets import Budget, check_budget, format_violations, load_file_budget, merge_budgets
 from hil.regress.compare import (DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_K, DEFAULT_TOLERANCE,
                                  MIN_BASELINE_RUNS, Comparison, compare_runs, comparison_to_dict, format_comparison)
+from hil.regress.gate import CANNOT_JUDGE, Decision, decide, no_baseline
 from hil.regress.identity import series_name
 from hil.regress.runs import LoadedRun, load_run, read_manifest
 from hil.regress.stats import drop_warmup
@@ -44,6 +45,7 @@ class JudgeOptions:
     baseline_runs: int = 10  # earlier runs from the history that make the baseline
     min_share: float = DEFAULT_MIN_SHARE
     alpha: float = DEFAULT_ALPHA
+    strict: bool = False  # "cannot judge" fails (hil.regress.gate)
 
 
 # Makes the n-th confirmation re-run of a run and returns its run folder.
@@ -60,6 +62,9 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
     properties: list[tuple[str, str]] = field(default_factory=list)
     comparison: Comparison | None = None
+    decision: Decision | None = None
+    source: str = ""  # which baseline the comparison used
+    warnings: list[str] = field(default_factory=list)  # said even under -q (pytest warnings)
 
 
 def budget_file(options: JudgeOptions, board: str) -> Path | None:
@@ -106,11 +111,12 @@ def judge_run(folder: Path, options: JudgeOptions, *, marker_budget: Budget | No
     _check_budget(verdict, options, marker_budget)
     _check_baseline(verdict, run, options, rerun)
     verdict.properties = junit_properties(profile)
+    if verdict.decision is not None:
+        verdict.properties += verdict.decision.properties(f"hil.{profile.get('model')}")
     if options.history:
         history.record_run(
             options.history, profile, manifest, passed=test_passed and not verdict.failures, test_id=test_id,
-            probe_id=options.probe_id, artifacts=folder,
-            comparison=comparison_to_dict(verdict.comparison) if verdict.comparison else None,
+            probe_id=options.probe_id, artifacts=folder, comparison=_stored(verdict),
         )
         verdict.notes.append(f"{model} on {board}: recorded in history {options.history}")
     return verdict
@@ -151,8 +157,11 @@ def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions, rer
         return
     baselines, source = _baselines(options, model, str(profile.get("board")))
     if not baselines:
-        verdict.notes.append(f"{model}: no baseline under {options.baseline}; not compared "
-                             f"(write one with --hil-baseline-update or `hil baseline update {verdict.folder} --out {options.baseline}`)")
+        verdict.decision = no_baseline(str(options.baseline), strict=options.strict)
+        said = (f"{model}: {verdict.decision.reason}; not compared (write one with --hil-baseline-update or "
+                f"`hil baseline update {verdict.folder} --out {options.baseline}`)")
+        verdict.warnings.append(said)
+        (verdict.failures if verdict.decision.failed else verdict.notes).append(said + _STRICT * options.strict)
         return
     limits = dict(tolerance=options.tolerance, noise_k=options.noise_k, min_delta_us=options.min_delta_us,
                   min_share=options.min_share, alpha=options.alpha)
@@ -165,9 +174,30 @@ def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions, rer
         comparison = compare_runs(baselines, nows, **limits)
         comparison.notes.append(f"suspected: {', '.join(suspected)}; after {options.confirm} confirmation re-run(s): "
                                 + ("confirmed" if comparison.has_regression else "not confirmed, passes"))
-    verdict.comparison = comparison
-    text = f"{model} against {source}:\n{format_comparison(comparison)}"
-    if comparison.has_regression:
+    verdict.comparison, verdict.source = comparison, source
+    verdict.decision = decision = decide(comparison, strict=options.strict)
+    text = f"{model} against {source}: {decision.reason}\n{format_comparison(comparison)}"
+    if decision.failed and decision.status != CANNOT_JUDGE:
         verdict.failures.append(f"performance regression: {text}\n  artifacts: {verdict.folder}")
+    elif decision.failed:
+        verdict.failures.append(f"{text}{_STRICT}\n  artifacts: {verdict.folder}")
     else:
         verdict.notes.append(text)
+        if decision.status == CANNOT_JUDGE:
+            verdict.warnings.append(f"{model} against {source}: {decision.reason}")
+
+
+# Said after a "cannot judge" that failed the test only because strict mode asked for it.
+_STRICT = "\n  (a failure because --hil-strict is on)"
+
+
+def _stored(verdict: Verdict) -> dict[str, Any] | None:
+    """What the history keeps of the judgement: the comparison, the decision the gate took, the baseline."""
+    if verdict.comparison is None and verdict.decision is None:
+        return None
+    stored = comparison_to_dict(verdict.comparison) if verdict.comparison is not None else {"events": []}
+    if verdict.decision is not None:
+        stored["decision"] = {"status": verdict.decision.status, "failed": verdict.decision.failed,
+                              "reason": verdict.decision.reason, "runs_needed": verdict.decision.runs_needed}
+    stored["baseline"] = verdict.source
+    return stored

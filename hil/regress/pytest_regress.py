@@ -19,21 +19,22 @@ from typing import Any
 import pytest
 
 from hil import atomic
-from hil.errors import HilError
+from hil.errors import HilError, InputError
 from hil.paths import BUDGETS_DIR
 from hil.plugin import RUN_FOLDERS, uses_et_hil
+from hil.regress import junit
 from hil.regress.budgets import Budget, budget_from_mapping, check_budget, format_violations
 from hil.regress.compare import DEFAULT_NOISE_K, parse_tolerance
 from hil.regress.judge import JudgeOptions, Verdict, judge_run
+from hil.regress.option_values import check_options
 from hil.regress.stats import drop_warmup
 from hil.report.figures import openmetrics_text
 from hil.settings import option_help
 
 _METRICS = pytest.StashKey[list]()
-# Key figures go to JUnit as suite properties: xunit2, pytest's default JUnit family, allows no
-# <properties> inside a <testcase>, so `record_property` would make the XML invalid.
-SUITE_PROPERTY = pytest.StashKey[Callable[[str, object], None]]()
 _START_SLACK_S = 1.0
+# The numeric options checked before the session starts (hil.regress.option_values).
+_CHECKED = ("warmup", "tolerance", "noise-k", "min-delta-us", "confirm", "baseline-runs")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,6 +54,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="re-run a suspected regression N times and fail only if the re-runs confirm it")
     group.addoption("--hil-baseline-runs", type=int, default=10, metavar="N",
                     help="earlier runs from --hil-history that make the baseline (default 10)")
+    group.addoption("--hil-strict", action="store_true",
+                    help="fail a run that cannot be judged (no baseline, too few baseline runs, machine load)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -61,7 +64,12 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if config.getoption("hil_baseline_update") and config.getoption("hil_baseline") is None:
         raise pytest.UsageError("--hil-baseline-update needs --hil-baseline PATH (where to write the baselines)")
+    try:
+        check_options({name: config.getoption("hil_" + name.replace("-", "_")) for name in _CHECKED}, "--hil-")
+    except InputError as exc:
+        raise pytest.UsageError(str(exc)) from None
     config.stash[_METRICS] = []
+    config.pluginmanager.register(junit.SuiteProperties(config), "hil-junit-suite-properties")
 
 
 def judge_options(config: pytest.Config) -> JudgeOptions:
@@ -80,6 +88,7 @@ def judge_options(config: pytest.Config) -> JudgeOptions:
         probe_id=getattr(config.option, "hil_probe", None),
         confirm=config.getoption("hil_confirm"),
         baseline_runs=config.getoption("hil_baseline_runs"),
+        strict=config.getoption("hil_strict"),
     )
 
 
@@ -94,7 +103,7 @@ def marker_budget(item: pytest.Item) -> Budget | None:
 def run_folders(item: pytest.Item, call_start: float) -> list[Path]:
     """Run folders of this test: recorded by the plugin, or written under its artifacts folder during the call."""
     folders = list(item.stash.get(RUN_FOLDERS, []))
-    folders += [Path(str(v)) for k, v in item.user_properties if k == "hil_artifacts"]  # recorded by hand
+    folders += [Path(str(v)) for k, v in item.user_properties if k == junit.ARTIFACTS_PROPERTY]  # recorded by hand
     root = getattr(item, "funcargs", {}).get("hil_artifacts_dir")
     if root is not None and Path(root).is_dir():
         for manifest in sorted(Path(root).glob("*/manifest.json")):
@@ -143,12 +152,15 @@ def _publish(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdic
     for verdict in verdicts:
         if verdict.profile is None:
             continue
-        prefix = f"{verdict.profile.get('model')}.{verdict.folder.name}" if several else None
-        props = verdict.properties if not prefix else [(k.replace(f"hil.{verdict.profile.get('model')}", f"hil.{prefix}", 1), v)
-                                                       for k, v in verdict.properties]
-        _suite_properties(item, [*props, (f"hil.{prefix or verdict.profile.get('model')}.artifacts",
-                                            str(verdict.folder))])
+        model = str(verdict.profile.get("model"))
+        name = f"{model}.{verdict.folder.name}" if several else model  # each run's figures under its own name
+        props = [(f"hil.{name}{k[len(f'hil.{model}'):]}" if k.startswith(f"hil.{model}.") else k, v)
+                 for k, v in verdict.properties]
+        if uses_et_hil(item):  # a test that asked for nothing of et-hil gets no figures of its own
+            junit.attach(item, report, [*props, (f"hil.{name}.artifacts", str(verdict.folder))])
         item.config.stash[_METRICS].append((verdict.profile, {"test": item.nodeid}))
+    for said in (w for v in verdicts for w in v.warnings):
+        item.warn(pytest.PytestWarning(said))
     notes = [n for v in verdicts for n in v.notes]
     if notes:
         report.sections.append(("hil regression", "\n".join(notes)))
@@ -158,22 +170,6 @@ def _publish(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdic
         report.longrepr = "\n\n".join(failures)
     elif failures:
         report.sections.append(("hil regression failures", "\n\n".join(failures)))
-
-
-@pytest.fixture(autouse=True)
-def _hil_suite_property(request: pytest.FixtureRequest) -> None:
-    """Hand the makereport hook pytest's public way to write suite properties (a no-op without --junitxml),
-    for et-hil tests only (hil.plugin.uses_et_hil): another test's fixtures stay as they were."""
-    if uses_et_hil(request.node):
-        request.node.stash[SUITE_PROPERTY] = request.getfixturevalue("record_testsuite_property")
-
-
-def _suite_properties(item: pytest.Item, props: list[tuple[str, str]]) -> None:
-    """JUnit suite properties named `<figure>@<test id>`, so two tests' figures never mix."""
-    record = item.stash.get(SUITE_PROPERTY, None)
-    if record is not None:
-        for name, value in props:
-            record(f"{name}@{item.nodeid}", value)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

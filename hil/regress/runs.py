@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.errors import AnalysisError
+from hil.regress.finite import check_finite
 
 PROFILE_SCHEMA = "et-hil/profile/1"
 BASELINE_SCHEMA = "et-hil/baseline/1"
@@ -52,8 +53,14 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 
 
 def load_run(path: Path) -> LoadedRun:
-    """Load a run folder, a profile.json or a baseline JSON; errors name the path."""
-    path = Path(path)
+    """Load a run folder, a profile.json or a baseline JSON; errors name the path (and a non-finite
+    figure its event: hil.regress.finite)."""
+    run = _load_run(Path(path))
+    check_finite(run.profile, str(run.source))
+    return run
+
+
+def _load_run(path: Path) -> LoadedRun:
     if path.is_dir():
         profile_path = path / "profile.json"
         if not profile_path.is_file():
@@ -61,6 +68,8 @@ def load_run(path: Path) -> LoadedRun:
         return LoadedRun(read_json(profile_path), profile_path, path, read_manifest(path))
     data = read_json(path)
     if data.get("schema") == BASELINE_SCHEMA:
+        if not isinstance(data.get("profile"), dict) or not isinstance(data["profile"].get("events"), list):
+            raise AnalysisError(f"{path}: a baseline ({BASELINE_SCHEMA}) without a profile holding a list of events")
         return LoadedRun(data["profile"], path, None, {}, dict(data.get("provenance") or {}))
     if data.get("schema") != PROFILE_SCHEMA or not isinstance(data.get("events"), list):
         raise AnalysisError(

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from hil.regress.identity import op_types_text
+from hil.regress.identity import op_types_text, readable_names
 from hil.regress.stats import event_spread
 
 TOP_KERNELS = 3
@@ -23,14 +23,17 @@ def top_events(profile: dict[str, Any], kinds: tuple[str, ...] = ("npu_kernel", 
 
 
 def key_figures(profile: dict[str, Any]) -> dict[str, Any]:
+    """The key figures; the top events named as a reader calls them (`call 0 / kernel 1: convolution`)."""
     totals = profile.get("totals_us") or {}
+    events = profile.get("events", [])
+    labels = {id(e): label for e, label in zip(events, readable_names(events))}
     return {
         "total_us": totals.get("method_execute"),
         "npu_fraction": profile.get("npu_fraction"),
         "npu_kernels_us": totals.get("npu_kernels"),
         "cpu_ops_us": totals.get("cpu_ops"),
         "cpu_fallback_ops": list(profile.get("cpu_fallback_ops") or []),
-        "top": [(str(e.get("name")), e.get("kind"), op_types_text(e), event_spread(e)[0]) for e in top_events(profile)],
+        "top": [(labels[id(e)], e.get("kind"), op_types_text(e), event_spread(e)[0]) for e in top_events(profile)],
     }
 
 
@@ -40,7 +43,7 @@ def junit_properties(profile: dict[str, Any], prefix: str | None = None) -> list
     Every value is a number or a name (never a sentence), so a CI dashboard can plot or filter it
     without parsing: `hil.<model>.total_us`, `.npu_fraction`, `.npu_kernels_us`, `.cpu_ops_us`,
     `.cpu_fallback_op_count` and `.cpu_fallback_ops` (comma-separated op names), and for the slowest
-    events `.topN.p50_us`, `.topN.kind`, `.topN.name`.
+    events `.topN.p50_us`, `.topN.kind`, `.topN.name` (an NPU kernel with its call and op types).
     """
     figures = key_figures(profile)
     base = f"hil.{prefix or profile.get('model')}"
@@ -53,8 +56,13 @@ def junit_properties(profile: dict[str, Any], prefix: str | None = None) -> list
         props.append((f"{base}.cpu_fallback_ops", ",".join(figures["cpu_fallback_ops"])))
     for rank, (name, kind, _types, p50) in enumerate(figures["top"], 1):
         props += [(f"{base}.top{rank}.p50_us", f"{p50:.6g}"), (f"{base}.top{rank}.kind", str(kind)),
-                  (f"{base}.top{rank}.name", str(name))]
+                  (f"{base}.top{rank}.name", _compact(name))]
     return props
+
+
+def _compact(name: str) -> str:
+    """A name without blanks, for a property value a dashboard filters on: `call_0/kernel_1:convolution,relu`."""
+    return name.replace(" / ", "/").replace(": ", ":").replace(", ", ",").replace(" ", "_")
 
 
 def _label_value(value: Any) -> str:

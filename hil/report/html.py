@@ -1,7 +1,8 @@
 """`hil report DB --out report.html`: one self-contained page from the history database.
 
 Per model and board: the latest run's per-op bars (NPU / CPU), its timeline, the nightly trend
-of total latency and NPU fraction with flagged runs marked, and the regression table. Everything
+of total latency and NPU fraction with flagged runs marked, and the regression table, all telling the
+verdict the gate stored with each run (`gate_verdict`), never a second judgement. Everything
 (SVG, CSS, a few lines of JS) is inline, so the file opens offline and can be mailed or archived.
 """
 
@@ -15,12 +16,13 @@ from typing import Any
 from hil import atomic
 from hil.regress import history
 from hil.regress.compare import Comparison, compare_profiles
-from hil.regress.identity import display_name, op_types_text
+from hil.regress.identity import op_types_text, readable_names
 from hil.regress.stats import event_spread
 from hil.report import svg
 from hil.report.timeline import layout_iteration
 
 MAX_BARS = 40
+_ROW_CSS = {"regression": "reg", "improvement": "imp", "cannot judge": "warn"}
 
 _CSS = """
 body{font:14px system-ui,sans-serif;margin:24px;color:#222;max-width:980px}
@@ -28,11 +30,11 @@ h1{font-size:22px}h2{font-size:18px;margin-top:32px;cursor:pointer;border-bottom
 h3{font-size:15px;margin:18px 0 6px}section.collapsed>div{display:none}
 .chart text{font:11px system-ui,sans-serif;fill:#333}
 .npu{fill:#2a9d8f}.cpu{fill:#e76f51}.method{fill:#8d99ae}.call{fill:#e9c46a}.other{fill:#adb5bd}
-.axis{stroke:#999}.line-total{fill:none;stroke:#264653;stroke-width:2}
+.axis{stroke:#999}.grid{stroke:#eee}.line-total{fill:none;stroke:#264653;stroke-width:2}
 .line-npu{fill:none;stroke:#2a9d8f;stroke-width:1.5;stroke-dasharray:4 3}
 .point{fill:#264653}.flag{fill:#d62828}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
-td:first-child,th:first-child,td.l,th.l{text-align:left}.reg{color:#d62828}.imp{color:#2a9d8f}
+td:first-child,th:first-child,td.l,th.l{text-align:left}.reg{color:#d62828}.imp{color:#2a9d8f}.warn{color:#b36b00}
 .legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}
 """
 
@@ -46,11 +48,16 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1f}"
+
+
 def _bars(profile: dict[str, Any]) -> str:
     events = [e for e in profile.get("events", []) if e.get("kind") in ("npu_kernel", "cpu_op")]
     events = sorted(events, key=lambda e: -event_spread(e)[0])[:MAX_BARS]
-    bars = [svg.Bar(f"{display_name(e)} [{op_types_text(e)}]", event_spread(e)[0], str(e.get("kind")),
-                    f"{e.get('kind')} {e.get('name')} ({op_types_text(e)})") for e in events]
+    names = {id(e): name for e, name in zip(profile.get("events", []), readable_names(profile.get("events", [])))}
+    bars = [svg.Bar(names[id(e)], event_spread(e)[0], str(e.get("kind")),
+                    f"{names[id(e)]} ({e.get('kind')}; op types {op_types_text(e)})") for e in events]
     if not bars:
         return "<p>No operator events.</p>"
     totals = profile.get("totals_us") or {}
@@ -60,28 +67,45 @@ def _bars(profile: dict[str, Any]) -> str:
     return legend + svg.bar_chart(bars, label=f"per-op p50 of {profile.get('model')}")
 
 
-def _comparison_table(comparison: Comparison, title: str) -> str:
-    rows = comparison.regressions + comparison.improvements
+def _diff_table(comparison: Comparison, title: str, limit: int = 10) -> str:
+    """The largest changes between two runs, as numbers only: a diff, never a verdict (the gate's is above)."""
+    rows = sorted((d for d in comparison.deltas if d.baseline_us is not None and d.now_us is not None),
+                  key=lambda d: -abs(d.delta_us))[:limit]
     if not rows:
-        return f"<p>{escape(title)}: no regression, no improvement ({len(comparison.deltas)} events compared).</p>"
+        return f"<p>{escape(title)}: no event in both runs.</p>"
     body = "".join(
-        f'<tr class="{"reg" if d.verdict == "regression" else "imp"}"><td>{escape(d.name)}</td><td class="l">{escape(d.kind)}</td>'
-        f'<td class="l">{escape(d.op_types)}</td><td>{_fmt(d.baseline_us)}</td><td>{_fmt(d.now_us)}</td>'
-        f"<td>{d.change_pct:+.1f}</td><td>{escape(d.verdict)}</td></tr>"
+        f'<tr><td>{escape(d.name)}</td><td class="l">{escape(d.kind)}</td><td class="l">{escape(d.op_types)}</td>'
+        f"<td>{_fmt(d.baseline_us)}</td><td>{_fmt(d.now_us)}</td><td>{_signed(d.change_pct)}</td><td>{d.delta_us:+.1f}</td></tr>"
         for d in rows
     )
-    head = "<tr><th>event</th><th class='l'>kind</th><th class='l'>op types</th><th>before us</th><th>now us</th><th>change %</th><th></th></tr>"
+    head = ("<tr><th>event</th><th class='l'>kind</th><th class='l'>op types</th><th>previous us</th><th>now us</th>"
+            "<th>change %</th><th>change us</th></tr>")
     return f"<h3>{escape(title)}</h3><table>{head}{body}</table>"
 
 
-def _recorded_table(recorded: dict[str, Any], title: str = "Latest run against its baseline", limit: int = 20) -> str:
-    rows = [e for e in recorded.get("events", []) if e.get("verdict") in ("regression", "improvement")]
+def gate_verdict(run: dict[str, Any]) -> tuple[str, str, str]:
+    """(status, reason, baseline) of the verdict the gate stored with a run; ("", "", "") when it compared nothing.
+
+    The report repeats this verdict everywhere (headline, trend marks, tables) and never judges again,
+    so it cannot tell a different story from the one the nightly gave. Rows written before decisions
+    were stored read as "regression" or "pass" from the comparison's own flag.
+    """
+    stored = run.get("comparison") or {}
+    if not stored:
+        return "", "", ""
+    decision = stored.get("decision") or {}
+    status = decision.get("status") or ("regression" if stored.get("has_regression") else "pass")
+    return status, str(decision.get("reason") or status), str(stored.get("baseline") or "baseline")
+
+
+def _recorded_table(recorded: dict[str, Any], title: str, limit: int = 20) -> str:
+    rows = [e for e in recorded.get("events", []) if e.get("verdict") in ("regression", "improvement", "cannot judge")]
     rows.sort(key=lambda e: (e["verdict"] != "regression", -abs(e.get("change_pct") or 0)))
     rows = rows[:limit]
     if not rows:
         return f"<p>{escape(title)}: no regression, no improvement.</p>"
     body = "".join(
-        f'<tr class="{"reg" if e["verdict"] == "regression" else "imp"}"><td>{escape(str(e["name"]))}</td>'
+        f'<tr class="{_ROW_CSS[e["verdict"]]}"><td>{escape(str(e["name"]))}</td>'
         f'<td class="l">{escape(str(e["kind"]))}</td><td class="l">{escape(str(e["op_types"]))}</td>'
         f'<td>{_fmt(e.get("baseline_us"))}</td><td>{_fmt(e.get("now_us"))}</td><td>{(e.get("change_pct") or 0):+.1f}</td>'
         f'<td>{escape(e["verdict"])}</td></tr>'
@@ -97,42 +121,54 @@ def _flagged_runs(runs: list[dict[str, Any]], points: list[svg.TrendPoint]) -> s
     for run, point in list(zip(runs, points))[:-1]:
         if not point.flagged:
             continue
-        title = f"Flagged run {point.label}: {point.flagged}"
+        title = f"Flagged run {point.label}: {point.flagged} ({gate_verdict(run)[1] or 'no comparison'})"
         recorded = run.get("comparison")
         parts.append(_recorded_table(recorded, title, limit=5) if recorded else f"<h3>{escape(title)}</h3>")
     return "\n".join(parts)
 
 
+def _flags(run: dict[str, Any]) -> str:
+    """Why a run is marked on the trend: the test failed, or the gate's stored verdict was not a pass."""
+    status, _, baseline = gate_verdict(run)
+    flags = [] if run["passed"] else ["failed"]
+    if status and status != "pass":
+        flags.append(f"{status} against {baseline}")
+    return "; ".join(flags)
+
+
+def _headline(run: dict[str, Any]) -> str:
+    status, reason, baseline = gate_verdict(run)
+    if not status:
+        return "<p><b>Gate verdict of the latest run:</b> not compared (the session had no --hil-baseline).</p>"
+    css = {"regression": "reg", "pass": "imp"}.get(status, "warn")
+    return (f'<p><b>Gate verdict of the latest run:</b> <span class="{css}">{escape(reason)}</span>, '
+            f"against {escape(baseline)}.</p>")
+
+
 def _section(model: str, board: str, runs: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> str:
-    points, previous = [], None
-    for run, profile in zip(runs, profiles):
-        flags = []
-        if not run["passed"]:
-            flags.append("failed")
-        if (run.get("comparison") or {}).get("has_regression"):
-            flags.append("regression against baseline")
-        if previous is not None and compare_profiles(previous, profile).has_regression:
-            flags.append("slower than the previous run")
-        label = f"{run['time']} {str(run.get('git_commit') or '')[:8]}".strip()
-        points.append(svg.TrendPoint(label, run.get("total_us"), run.get("npu_fraction"), "; ".join(flags)))
-        previous = profile
+    points = [svg.TrendPoint(f"{run['time']} {str(run.get('git_commit') or '')[:8]}".strip(), run.get("total_us"),
+                             run.get("npu_fraction"), _flags(run)) for run in runs]
     latest, latest_run = profiles[-1], runs[-1]
     parts = [
         f"<section><h2>{escape(model)} on {escape(board)}</h2><div>",
         f"<p>{len(runs)} run(s); latest {escape(str(latest_run['time']))}, commit {escape(str(latest_run.get('git_commit') or '-'))}, "
         f"{'passed' if latest_run['passed'] else '<b class=reg>failed</b>'}, total {_fmt(latest_run.get('total_us'))} us, "
         f"artifacts {escape(str(latest_run.get('artifacts') or '-'))}</p>",
-        "<h3>Nightly trend: total latency (solid) and NPU fraction (dashed); red = flagged run</h3>",
+        _headline(latest_run),
+        "<h3>Nightly trend: total latency (solid) and NPU fraction (dashed); red = the test failed or the gate's "
+        "verdict was not a pass</h3>",
         svg.trend(points, label=f"trend of {model} on {board}"),
         "<h3>Per-op time of the latest run (p50)</h3>", _bars(latest),
         "<h3>Timeline of one inference of the latest run (p50 of each event)</h3>",
         svg.timeline(layout_iteration(latest, None), label=f"timeline of {model}"),
     ]
     if latest_run.get("comparison"):
-        parts.append(_recorded_table(latest_run["comparison"]))
+        _, reason, baseline = gate_verdict(latest_run)
+        parts.append(_recorded_table(latest_run["comparison"], f"Latest run against {baseline} (the gate's verdict)"))
     parts.append(_flagged_runs(runs, points))
     if len(profiles) > 1:
-        parts.append(_comparison_table(compare_profiles(profiles[-2], latest), "Latest run against the previous run"))
+        parts.append(_diff_table(compare_profiles(profiles[-2], latest),
+                                 "Difference from the previous run (p50 change; a diff, not a verdict)"))
     parts.append("</div></section>")
     return "\n".join(parts)
 

@@ -1,9 +1,13 @@
 """Where each event of one iteration sits in time, for the trace and the report's timeline.
 
+Spans are named as a reader calls the event (`call 0 / kernel 1: convolution`: hil.regress.identity).
 profile.json holds durations, not start times (unless the analysis adds `start_us`, which wins).
 Without them the layout follows the program: `Method::execute` spans the iteration, CPU operators
 and delegate calls run one after another inside it, and each group of consecutive NPU events
-(kernels, then the profiling dump) runs inside the delegate call it belongs to, in order.
+(kernels, then the profiling dump) runs inside the delegate call it belongs to, in order. A dump
+that does not fit beside the kernels in its call (Neutron measures it on its own clock, and its time
+includes the kernels': hil.analysis.totals.call_overhead) starts with its call instead, overlapping
+the kernels, and says so in its span's `note`, as does one longer than the call itself.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from hil.regress.identity import readable_names
 
 # Events that run inside a delegate call: Neutron kernels and dump, any other delegate's operators.
 NPU_KINDS = ("npu_kernel", "profiling_dump", "delegate_op")
@@ -23,6 +29,7 @@ class Span:
     op_types: list[str]
     start_us: float
     dur_us: float
+    note: str = ""  # why the span overlaps others or runs past its container, when it does
 
 
 def _duration(event: dict[str, Any], iteration: int | None) -> float:
@@ -47,7 +54,7 @@ def _npu_groups(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 def layout_iteration(profile: dict[str, Any], iteration: int | None = 0, offset_us: float = 0.0) -> list[Span]:
     """Spans of one iteration (None: the p50 of each event), starting at `offset_us`."""
-    events = profile.get("events", [])
+    events = [dict(e, name=label) for e, label in zip(profile.get("events", []), readable_names(profile.get("events", [])))]
     dur: Callable[[dict[str, Any]], float] = lambda e: _duration(e, iteration)  # noqa: E731
     explicit = all(e.get("start_us") is not None for e in events) and events
     spans: list[Span] = []
@@ -68,10 +75,7 @@ def layout_iteration(profile: dict[str, Any], iteration: int | None = 0, offset_
         elif kind in ("cpu_op", "delegate_call"):
             spans.append(span(cursor))
             if kind == "delegate_call" and call_index < len(groups):
-                inner = cursor
-                for npu in groups[call_index]:
-                    spans.append(span(inner, npu))
-                    inner += dur(npu)
+                spans += _inside_call(groups[call_index], cursor, dur(e), span, dur)
                 call_index += 1
             cursor += dur(e)
     for group in groups[call_index:]:  # NPU events with no delegate call to sit in: after the CPU work
@@ -81,9 +85,48 @@ def layout_iteration(profile: dict[str, Any], iteration: int | None = 0, offset_
     return spans
 
 
+# Said on a profiling dump that cannot sit after the kernels of its call.
+OVERLAPS_KERNELS = "overlaps the kernels (the dump's time includes theirs)"
+LONGER_THAN_CALL = "longer than its delegate call (timed on the NPU's clock)"
+
+
+def _inside_call(group: list[dict[str, Any]], start: float, length: float, span: Callable[..., Span],
+                 dur: Callable[[dict[str, Any]], float]) -> list[Span]:
+    """The NPU events of one delegate call, one after another from its start; see the module docstring."""
+    out, inner = [], start
+    for npu in group:
+        if npu.get("kind") == "profiling_dump" and inner + dur(npu) > start + length + 1e-9:
+            placed = span(start, npu)
+            placed.note = OVERLAPS_KERNELS + ("; " + LONGER_THAN_CALL if dur(npu) > length + 1e-9 else "")
+            out.append(placed)
+            continue
+        out.append(span(inner, npu))
+        inner += dur(npu)
+    return out
+
+
 def iteration_length(profile: dict[str, Any], iteration: int | None) -> float:
     """How long one iteration lasts on the time axis (Method::execute, else the end of its last span)."""
     spans = layout_iteration(profile, iteration)
     method = [s.dur_us for s in spans if s.kind == "method"]
     ends = [s.start_us + s.dur_us for s in spans]
     return max(method + ends + [0.0])
+
+
+# Spans this close count as touching, not overlapping (times are rounded to 1 ns).
+EPS_US = 1e-6
+
+
+def lanes_of(spans: list[Span]) -> list[int]:
+    """Per span, the first lane of its kind whose slices all end before it starts (no partial overlap)."""
+    ends: dict[str, list[float]] = {}
+    lanes = [0] * len(spans)
+    for index in sorted(range(len(spans)), key=lambda j: (spans[j].start_us, -spans[j].dur_us)):
+        span = spans[index]
+        kind_ends = ends.setdefault(span.kind, [])
+        lane = next((n for n, end in enumerate(kind_ends) if end <= span.start_us + EPS_US), len(kind_ends))
+        if lane == len(kind_ends):
+            kind_ends.append(0.0)
+        kind_ends[lane] = span.start_us + span.dur_us
+        lanes[index] = lane
+    return lanes

@@ -2,7 +2,9 @@
 
 Open it in ui.perfetto.dev or chrome://tracing. One process per run, one track (thread) per
 event kind, "X" complete events with ts/dur in microseconds, console lines as instant events on
-their own track. The device's console has no clock of its own in the log, so each line is placed
+their own track. Both viewers draw slices of one track as a stack, so two slices that overlap only
+in part are drawn wrongly: a slice that would overlap another of its track goes to an extra track
+of that kind ("Neutron profiling dump (overlapping 2)"), and its `args.note` says why it overlaps. The device's console has no clock of its own in the log, so each line is placed
 by what it says: set-up lines at the start, the k-th `Inference time:` line at the end of
 iteration k, any other line at the time of the line before it.
 """
@@ -15,7 +17,7 @@ from typing import Any
 
 from hil import atomic
 from hil.regress.runs import load_run
-from hil.report.timeline import iteration_length, layout_iteration
+from hil.report.timeline import Span, iteration_length, lanes_of, layout_iteration
 
 TRACKS = {"method": 1, "delegate_call": 2, "cpu_op": 3, "npu_kernel": 4, "profiling_dump": 5, "console": 6,
           "delegate_op": 7}
@@ -40,19 +42,32 @@ def build_trace(profile: dict[str, Any], console_lines: list[str]) -> dict[str, 
                for kind, tid in TRACKS.items()]
     ends: list[float] = []
     offset = 0.0
+    placed: list[tuple[int, Span]] = []
     for i in range(iterations):
-        for span in layout_iteration(profile, i, offset):
-            events.append({
-                "name": span.name, "cat": span.kind, "ph": "X", "ts": round(span.start_us, 3), "dur": round(span.dur_us, 3),
-                "pid": pid, "tid": TRACKS.get(span.kind, 3), "args": {"op_types": span.op_types, "iteration": i},
-            })
+        placed += [(i, span) for span in layout_iteration(profile, i, offset)]
         offset += iteration_length(profile, i)
         ends.append(offset)
         offset += ITERATION_GAP_US
+    lanes = lanes_of([span for _, span in placed])
+    for (i, span), lane in zip(placed, lanes):
+        args: dict[str, Any] = {"op_types": span.op_types, "iteration": i, **({"note": span.note} if span.note else {})}
+        events.append({"name": span.name, "cat": span.kind, "ph": "X", "ts": round(span.start_us, 3),
+                       "dur": round(span.dur_us, 3), "pid": pid, "tid": _tid(span.kind, lane), "args": args})
+    for kind, lane in sorted({(span.kind, lane) for (_, span), lane in zip(placed, lanes) if lane}):
+        events += [{"name": "thread_name", "ph": "M", "pid": pid, "tid": _tid(kind, lane),
+                    "args": {"name": f"{TRACK_NAMES.get(kind, kind)} (overlapping {lane + 1})"}},
+                   {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": _tid(kind, lane),
+                    "args": {"sort_index": _tid(kind, lane)}}]
     events += _console_events(console_lines, ends, pid)
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"model": profile.get("model"), "board": profile.get("board"),
                           "simulated": profile.get("simulated"), "time_unit": "us"}}
+
+
+def _tid(kind: str, lane: int) -> int:
+    """The track of a kind's `lane`: the kind's own for lane 0, then extra tracks sorted after it."""
+    base = TRACKS.get(kind, TRACKS["cpu_op"])
+    return base if lane == 0 else 100 + 10 * base + lane
 
 
 def _console_events(lines: list[str], iteration_ends: list[float], pid: int) -> list[dict[str, Any]]:

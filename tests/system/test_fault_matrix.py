@@ -245,9 +245,11 @@ def test_inspect_reads_a_garbled_console_and_refuses_a_corrupt_manifest_in_one_l
     assert done.returncode == 0, done.stderr
     with open(out / "serial.log", "a") as log:
         log.write("Result buf: 0838000000, size: 12\r\nModel Size: 0x1 (" + "9" * 5000 + " B)\r\n")
-    done, elapsed = hil("inspect", str(out))  # the run folder: its console is read, garbled lines and all
+    done, _ = hil("inspect", str(out))  # the console no longer is the run's: refused, naming it
+    assert done.returncode == 3 and first_line(done).startswith(f"hil inspect: {out / 'serial.log'}: sha256 ")
+    done, elapsed = hil("inspect", str(out), "--no-verify")  # read anyway: garbled lines and all
     assert done.returncode == 0 and elapsed < 60, done.stderr
-    assert "Method::execute" in done.stdout
+    assert "Method::execute" in done.stdout and "--no-verify" in done.stdout
     (out / "manifest.json").write_text('{"model": "cif')
     done, elapsed = hil("inspect", str(out))
     assert done.returncode == 2 and elapsed < 60

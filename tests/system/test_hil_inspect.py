@@ -8,6 +8,7 @@ ETDump flatbuffer decoded by ExecuTorch's own deserializer.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,30 @@ def test_a_damaged_or_foreign_etdump_is_refused_without_a_traceback(neutron_run,
     done = run_cli("inspect", str(bad), "--etrecord", str(neutron_run / "etrecord.bin"))
     assert done.returncode != 0
     assert str(bad) in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_flipped_bit_or_a_changed_clock_line_of_a_real_run_is_exit_3(neutron_run, run_cli, tmp_path):
+    import hashlib
+    import shutil
+    import zlib
+
+    copy = tmp_path / "run"
+    shutil.copytree(neutron_run, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    dump = (copy / "trace.etdump").read_bytes()
+    assert manifest["files"]["trace.etdump"]["sha256"] == hashlib.sha256(dump).hexdigest()
+    assert manifest["etdump_crc32"]["checked"] and manifest["etdump_crc32"]["firmware"] == f"0x{zlib.crc32(dump):08x}"
+    assert run_cli("inspect", str(copy), "--json").returncode == 0
+    flipped = bytearray(dump)
+    flipped[391] ^= 0x01
+    (copy / "trace.etdump").write_bytes(bytes(flipped))
+    done = run_cli("inspect", str(copy))
+    assert done.returncode == 3 and done.stderr.startswith(f"hil inspect: {copy / 'trace.etdump'}: sha256 "), done.stderr
+    (copy / "trace.etdump").write_bytes(dump)
+    log = (copy / "serial.log").read_text()
+    changed = re.sub(r"(Frequency: )(\d)", lambda m: m.group(1) + str((int(m.group(2)) + 1) % 10), log, count=1)
+    assert changed != log
+    (copy / "serial.log").write_text(changed)
+    done = run_cli("inspect", str(copy))
+    assert done.returncode == 3 and done.stderr.startswith(f"hil inspect: {copy / 'serial.log'}: sha256 "), done.stderr
+    assert run_cli("inspect", str(copy), "--no-verify").returncode == 0

@@ -25,8 +25,12 @@ def test_hil_run_profiles_a_user_model_it_has_never_seen(run_cli, tmp_path):
     profile = json.loads((out / "profile.json").read_text())
     assert profile["model"] and profile["iterations"] == 3
     assert "Method::execute" in done.stdout
-    for name in ["model.pte", "etrecord.bin", "trace.etdump", "serial.log", "profile.json", "manifest.json"]:
+    for name in ["model.pte", "etrecord.bin", "trace.etdump", "serial.log", "profile.json", "manifest.json", "trace.json"]:
         assert (out / name).is_file(), name
+    trace = json.loads((out / "trace.json").read_text())  # Chrome trace format: slices of every event, 3 iterations
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(slices) == 3 * len(profile["events"]) and all(e["dur"] >= 0 for e in slices)
+    assert "trace.json" in json.loads((out / "manifest.json").read_text())["files"]
 
 
 def test_a_breakpoint_that_does_not_exist_fails_fast_and_names_it(run_cli, qemu_board_file, tmp_path):

@@ -6,6 +6,7 @@ Truths: ETDumps decoded by ExecuTorch's own deserializer, and clocks written int
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -21,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _args(**given: object) -> argparse.Namespace:
-    base = dict(clock_mhz=None, board_config=None, ns=False, etrecord=None, pte=None, json=True)
+    base = dict(clock_mhz=None, board_config=None, ns=False, etrecord=None, pte=None, json=True, no_verify=False)
     return argparse.Namespace(**{**base, **given})
 
 
@@ -71,8 +72,14 @@ def run_folder(tmp_path: Path) -> Path:
         shutil.copyfile(art / src, folder / dst)
     (folder / "manifest.json").write_text(json.dumps({
         "board": "qemu", "model": "tiny", "model_name": "tiny", "delegate": "none", "warmup": 1,
-        "time_scale": TimeScale.nanoseconds().to_dict()}))
+        "time_scale": TimeScale.nanoseconds().to_dict(), "files": listing(folder)}))
     return folder
+
+
+def listing(folder: Path) -> dict[str, dict[str, object]]:
+    """sha256 and size of every file in `folder` but the manifest, computed here with hashlib."""
+    return {p.name: {"sha256": hashlib.sha256(p.read_bytes()).hexdigest(), "size": p.stat().st_size}
+            for p in sorted(folder.iterdir()) if p.is_file() and p.name != "manifest.json"}
 
 
 def _method_ns(etdump: Path) -> list[int]:

@@ -10,7 +10,7 @@ import pytest
 
 from hil.regress.compare import compare_runs, comparison_to_dict, format_comparison
 from hil.regress.stats import rank_p_value, run_shift, undisturbed
-from test_regress_synth import synth_profile
+from test_regress_synth import KERNEL_NAMES, synth_profile
 
 NS = {"ticks_per_us": 1000.0, "neutron_ticks_per_us": 1000.0, "follows_clock": False, "unit": "us"}
 TICKS = {"ticks_per_us": 324.0, "neutron_ticks_per_us": 250.0, "follows_clock": True, "unit": "us"}
@@ -42,7 +42,7 @@ def test_a_slower_kernel_is_caught_against_ten_baseline_runs_and_named_first():
     baseline = runs(range(10))
     now = runs([50], slow={("npu_kernel", "3", 0): 1.12})
     comparison = compare_runs(baseline, now)
-    assert [d.name for d in comparison.regressions] == ["npu kernel 3"]
+    assert [d.name for d in comparison.regressions] == ["call 0 / kernel 3: addmm"]
     (kernel,) = comparison.regressions
     assert kernel.p_value == pytest.approx(1 / 11) and kernel.change_pct == pytest.approx(12, abs=2)
     assert comparison.baseline_runs == 10 and comparison.now_runs == 1 and not comparison.disturbed
@@ -54,17 +54,27 @@ def test_unchanged_runs_give_no_alarm_against_ten_baseline_runs():
     assert alarms == []
 
 
-def test_five_baseline_runs_cannot_convict_one_run_but_confirmation_runs_can():
+def test_where_the_rank_test_cannot_reach_alpha_the_within_run_spread_decides_and_re_runs_give_it_power():
     baseline = runs(range(5))
     slow = {("npu_kernel", "3", 0): 1.12}
     alone = compare_runs(baseline, runs([50], slow=slow))
-    assert not alone.has_regression and alone.needs_confirmation
-    assert [d.name for d in alone.suspects] == ["npu kernel 3"] and alone.suspects[0].p_value == pytest.approx(1 / 6)
+    assert alone.best_p_value == pytest.approx(1 / 6)  # one run against five: 1 ordering of 6 at best
+    (kernel,) = [d for d in alone.regressions if d.kind == "npu_kernel"]
+    assert (kernel.name, kernel.rule, kernel.p_value) == ("call 0 / kernel 3: addmm", "within-run", pytest.approx(1 / 6))
+    assert any("reach p >= 0.167 at best, above alpha 0.1" in n and "4 more baseline run(s)" in n for n in alone.notes)
     confirmed = compare_runs(baseline, runs([50, 51, 52], slow=slow))
-    assert [d.name for d in confirmed.regressions] == ["npu kernel 3"]
+    assert [d.name for d in confirmed.regressions] == ["call 0 / kernel 3: addmm"] and confirmed.regressions[0].rule == "rank"
     assert confirmed.regressions[0].p_value == pytest.approx(1 / comb(8, 3))
     cleared = compare_runs(baseline, runs([50, 51, 52]))
     assert not cleared.has_regression and not cleared.needs_confirmation
+
+
+def test_the_within_run_rule_convicts_only_a_run_slower_than_every_baseline_run():
+    slow = {("npu_kernel", "3", 0): 1.12}
+    baseline = runs(range(4)) + runs([4], slow={("npu_kernel", "3", 0): 1.2})
+    comparison = compare_runs(baseline, runs([50], slow=slow))
+    assert not comparison.has_regression
+    assert [(d.name, d.rule, d.p_value) for d in comparison.suspects] == [("call 0 / kernel 3: addmm", "within-run", pytest.approx(2 / 6))]
 
 
 def test_regressions_are_ordered_by_the_time_they_add():
@@ -74,7 +84,7 @@ def test_regressions_are_ordered_by_the_time_they_add():
     now = runs([50], slow={("npu_kernel", small, 0): 1.40, ("npu_kernel", large, 0): 1.20})
     names = [d.name for d in compare_runs(baseline, now).regressions]
     added = {d.name: d.delta_us for d in compare_runs(baseline, now).regressions}
-    assert names[:2] == sorted(names[:2], key=lambda n: -added[n]) and set(names) >= {f"npu kernel {small}", f"npu kernel {large}"}
+    assert names[:2] == sorted(names[:2], key=lambda n: -added[n]) and set(names) >= {KERNEL_NAMES[int(small)], KERNEL_NAMES[int(large)]}
 
 
 def test_an_operator_is_named_before_the_method_and_call_that_contain_it():
@@ -84,9 +94,9 @@ def test_an_operator_is_named_before_the_method_and_call_that_contain_it():
     now = runs([50], slow={("npu_kernel", largest, 0): 2.0})  # the call and the method add at least as much
     comparison = compare_runs(baseline, now)
     names = [d.name for d in comparison.regressions]
-    assert names == [f"npu kernel {largest}", "DELEGATE_CALL", "Method::execute"]
+    assert names == [KERNEL_NAMES[int(largest)], "DELEGATE_CALL", "Method::execute"]
     added = {d.name: d.delta_us for d in comparison.regressions}
-    assert added["Method::execute"] > added[f"npu kernel {largest}"]  # so the order is not the time added alone
+    assert added["Method::execute"] > added[KERNEL_NAMES[int(largest)]]  # so the order is not the time added alone
 
 
 def test_a_tiny_event_doubling_is_below_the_minimum_effect():
@@ -121,7 +131,7 @@ def test_a_run_slowed_a_little_as_a_whole_convicts_only_events_slower_than_the_r
     assert not loaded.disturbed and not loaded.has_regression
     assert "new run(s) 10% slower as a whole (machine load): every limit widened by as much" in loaded.notes
     slow = compare_runs(baseline, runs([50], scale=1.10, slow={("npu_kernel", "3", 0): 1.3}))
-    assert [d.name for d in slow.regressions][:1] == ["npu kernel 3"]
+    assert [d.name for d in slow.regressions][:1] == ["call 0 / kernel 3: addmm"]
     assert {d.kind for d in slow.regressions} <= {"npu_kernel", "delegate_call", "method"}
     on_board = compare_runs(runs(range(10), clock=TICKS), runs([50], scale=1.10, clock=TICKS))
     assert len(on_board.regressions) >= 5  # a board clock carries no machine load: 10% slower is judged
@@ -156,10 +166,11 @@ def test_loaded_baseline_runs_are_left_out_of_the_baseline():
     baseline = runs(range(9)) + runs(range(9, 12), scale=1.8)
     comparison = compare_runs(baseline, runs([50], slow=slow))
     assert "3 of 12 baseline run(s) left out: slowed as a whole (machine load)" in comparison.notes
-    assert comparison.baseline_runs == 9 and [d.name for d in comparison.regressions] == ["npu kernel 3"]
+    assert comparison.baseline_runs == 9 and [d.name for d in comparison.regressions] == ["call 0 / kernel 3: addmm"]
     assert comparison.regressions[0].p_value == pytest.approx(1 / 10)
     fewer = compare_runs(runs(range(7)) + runs(range(7, 10), scale=1.8), runs([50], slow=slow))
-    assert not fewer.has_regression and [d.p_value for d in fewer.suspects] == [pytest.approx(1 / 8)]
+    (kernel,) = fewer.regressions
+    assert (kernel.name, kernel.rule, kernel.p_value) == ("call 0 / kernel 3: addmm", "within-run", pytest.approx(1 / 8))
 
 
 def test_run_shift_is_the_median_ratio_of_the_large_events():
@@ -174,10 +185,17 @@ def test_run_shift_is_the_median_ratio_of_the_large_events():
     assert keep == [0, 1]  # too few quiet runs to leave any out
 
 
-def test_one_iteration_cannot_be_judged():
-    comparison = compare_runs(runs(range(3), iterations=1), runs([9], iterations=1, slow={("npu_kernel", "3", 0): 2.0}))
-    assert not comparison.has_regression and {d.verdict for d in comparison.deltas} == {"unjudged"}
+def test_one_iteration_cannot_be_judged_until_the_rank_test_can_reach_alpha():
+    slow = {("npu_kernel", "3", 0): 2.0}
+    comparison = compare_runs(runs(range(3), iterations=1), runs([9], iterations=1, slow=slow))
+    assert not comparison.has_regression and {d.verdict for d in comparison.deltas} == {"unjudged", "cannot judge"}
+    # 1 new run reaches alpha 0.1 against 9 runs (p = 1/10): 6 more than the 3 there are
+    assert {d.name for d in comparison.cannot_judge} == {"call 0 / kernel 3: addmm", "DELEGATE_CALL"} and comparison.runs_needed == 6
+    assert any(n.startswith("cannot judge: 6 more baseline run(s) needed") for n in comparison.notes)
     assert any("n = 1" in n for n in comparison.notes) and any("1 iteration(s)" in n for n in comparison.notes)
+    assert "cannot judge: 6 more baseline run(s) needed (slower, of 2):" in format_comparison(comparison)
+    enough = compare_runs(runs(range(9), iterations=1), runs([9], iterations=1, slow=slow))
+    assert [(d.name, d.rule) for d in enough.regressions] == [("call 0 / kernel 3: addmm", "rank"), ("DELEGATE_CALL", "rank")]
 
 
 def test_the_json_form_holds_every_verdict():
@@ -185,7 +203,7 @@ def test_the_json_form_holds_every_verdict():
     data = comparison_to_dict(comparison)
     assert (data["has_regression"], data["disturbed"], data["baseline_runs"], data["now_runs"]) == (True, False, 10, 2)
     (row,) = [e for e in data["events"] if e["verdict"] == "regression"]
-    assert row["name"] == "npu kernel 3" and row["p_value"] == pytest.approx(1 / comb(12, 2))
+    assert row["name"] == "call 0 / kernel 3: addmm" and row["p_value"] == pytest.approx(1 / comb(12, 2))
     assert len(data["events"]) == len(comparison.deltas) and data["tolerance"] == 0.05
     with pytest.raises(ValueError):
         compare_runs([], runs([1]))
@@ -218,9 +236,10 @@ def test_profiles_rebuilt_from_history_statistics_are_judged_alike(tmp_path):
     baseline = history.recent_runs(db, "synthnet", "qemu", 10)
     assert len(baseline) == 10 and "times_us" not in baseline[0]["events"][0]
     comparison = compare_runs(baseline, runs([50], slow={("npu_kernel", "3", 0): 1.12}))
-    assert [d.name for d in comparison.regressions] == ["npu kernel 3"] and not comparison.disturbed
+    assert [d.name for d in comparison.regressions] == ["call 0 / kernel 3: addmm"] and not comparison.disturbed
     single = [dict(e, n=1) for e in baseline[0]["events"]]
-    assert {d.verdict for d in compare_runs([{**b, "events": single} for b in baseline], runs([50])).deltas} == {"unjudged"}
+    alike = compare_runs([{**b, "events": single} for b in baseline], runs([50]))
+    assert not alike.has_regression and not alike.cannot_judge and "unjudged" in {d.verdict for d in alike.deltas}
     assert event_spread({"p50_us": 5, "mad_us": 1}) == (5.0, 1.0) and event_spread({}) == (0.0, 0.0)
 
 
@@ -260,7 +279,8 @@ def test_small_absolute_limits_and_the_stored_settings():
 def test_three_baseline_runs_are_enough_to_judge_across_runs():
     slow = {("npu_kernel", "3", 0): 1.5}
     comparison = compare_runs(runs(range(3)), runs([50], slow=slow))
-    assert [d.p_value for d in comparison.suspects] == [pytest.approx(0.25)] and not comparison.has_regression
+    (kernel,) = [d for d in comparison.regressions if d.kind == "npu_kernel"]
+    assert (kernel.name, kernel.rule, kernel.p_value) == ("call 0 / kernel 3: addmm", "within-run", pytest.approx(0.25))
     assert compare_runs(runs(range(3)), runs([50], scale=2.0)).disturbed
 
 

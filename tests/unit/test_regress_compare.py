@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hil.regress.compare import compare_profiles, format_comparison, judge, parse_tolerance
-from test_regress_synth import KERNEL_OPS, synth_profile
+from test_regress_synth import KERNEL_NAMES, KERNEL_OPS, synth_profile
 
 
 @pytest.mark.parametrize("kernel", ["1", "3"])
@@ -14,11 +14,11 @@ def test_a_ten_percent_slower_npu_kernel_is_a_regression_naming_it_and_its_op_ty
     now = synth_profile(seed=200, slow={("npu_kernel", kernel, 0): 1.10})
     cmp = compare_profiles(base, now)
     kernels = [d for d in cmp.regressions if d.kind == "npu_kernel"]
-    assert [d.name for d in kernels] == [f"npu kernel {kernel}"]
+    assert [d.name for d in kernels] == [KERNEL_NAMES[int(kernel)]]
     assert kernels[0].op_types == ", ".join(KERNEL_OPS[int(kernel)])
     assert kernels[0].change_pct == pytest.approx(10, abs=2.5)
     table = format_comparison(cmp)
-    assert f"npu kernel {kernel}" in table and KERNEL_OPS[int(kernel)][0] in table and "change %" in table
+    assert KERNEL_NAMES[int(kernel)] in table and KERNEL_OPS[int(kernel)][0] in table and "change %" in table
 
 
 def test_one_percent_jitter_gives_no_false_alarm_in_100_seeded_comparisons():
@@ -40,7 +40,7 @@ def test_a_slower_cpu_fallback_op_is_caught_by_occurrence():
 def test_improvements_are_reported_and_do_not_fail():
     cmp = compare_profiles(synth_profile(seed=1), synth_profile(seed=2, slow={("npu_kernel", "0", 0): 0.8}))
     assert not cmp.has_regression
-    assert [d.name for d in cmp.improvements] == ["npu kernel 0"]
+    assert [d.name for d in cmp.improvements] == ["call 0 / kernel 0: convolution, relu"]
     assert "improvements" in format_comparison(cmp)
 
 
@@ -50,7 +50,7 @@ def test_on_a_noisy_board_a_change_within_the_noise_is_not_a_regression():
     assert not [d for d in compare_profiles(base, now).regressions if d.kind == "npu_kernel"]
     # the same 8% on a quiet board is beyond both tolerance and noise
     quiet = compare_profiles(synth_profile(seed=1, jitter=0.002), synth_profile(seed=2, jitter=0.002, slow={("npu_kernel", "2", 0): 1.08}))
-    assert [d.name for d in quiet.regressions if d.kind == "npu_kernel"] == ["npu kernel 2"]
+    assert [d.name for d in quiet.regressions if d.kind == "npu_kernel"] == ["call 0 / kernel 2: max_pool2d"]
 
 
 def test_rule_needs_both_tolerance_and_noise():

@@ -43,7 +43,7 @@ def test_a_regression_confirmed_by_its_re_runs_fails(tmp_path):
     assert made == [1, 2]
     (failure,) = verdict.failures
     assert "performance regression: synthnet against the last 5 passed run(s) in history" in failure
-    assert "suspected: npu kernel 3; after 2 confirmation re-run(s): confirmed" in failure
+    assert "suspected: call 0 / kernel 3: addmm; after 2 confirmation re-run(s): confirmed" in failure
     assert verdict.comparison.now_runs == 3 and verdict.comparison.baseline_runs == 5
 
 
@@ -56,11 +56,13 @@ def test_a_suspect_the_re_runs_do_not_confirm_passes(tmp_path):
     assert any("after 2 confirmation re-run(s): not confirmed, passes" in note for note in verdict.notes)
 
 
-def test_without_confirmation_a_lone_run_against_five_is_only_a_suspect(tmp_path):
+def test_without_confirmation_a_lone_run_against_five_is_judged_by_its_within_run_spread(tmp_path):
     db = _history(tmp_path, 5)
     verdict = judge_run(_folder(tmp_path, "now", synth_profile(99, slow=SLOW)), _options(tmp_path, db, 0),
                         marker_budget=None, test_passed=True, rerun=None)
-    assert verdict.failures == [] and [d.name for d in verdict.comparison.suspects] == ["npu kernel 3"]
+    (failure,) = verdict.failures
+    assert "regression: 1 event(s) slower, first call 0 / kernel 3: addmm +15" in failure
+    assert verdict.decision.status == "regression" and verdict.comparison.regressions[0].rule == "within-run"
 
 
 def test_too_short_a_history_falls_back_to_the_baseline_file(tmp_path):

@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 
 SUITE = '''
 import os, sys
+import pytest
 from pathlib import Path
 import pytest
 from hil import atomic
@@ -57,7 +58,8 @@ def test_budgets_baselines_history_and_junit_in_a_pytest_session(tmp_path):
     res = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "test_suite.py",
          "--hil-baseline", "baselines", "--hil-history", str(db), f"--junitxml={xml}", "--hil-openmetrics", str(metrics)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "RUNS": str(tmp_path / "runs")},
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "RUNS": str(tmp_path / "runs"), "PYTHONPATH": str(HERE.parents[1])},
     )
     out = res.stdout
     assert res.returncode == 1, out + res.stderr
@@ -65,7 +67,7 @@ def test_budgets_baselines_history_and_junit_in_a_pytest_session(tmp_path):
     assert "PASSED test_suite.py::test_fine" in out and "FAILED test_suite.py::test_fixture_budget" in out
     assert "budget exceeded for model 'synthnet' on board 'qemu'" in out and "limit (max) 1 us" in out
     assert f"artifacts: {tmp_path / 'runs' / 'budget'}" in out
-    assert "performance regression" in out and "npu kernel 1" in out
+    assert "performance regression" in out and "call 0 / kernel 1: convolution" in out
     assert "aten.convolution.default" in out and f"artifacts: {tmp_path / 'runs' / 'slow'}" in out
     assert "NPU fraction (min)" in out
     conn = history.open_existing(db)
@@ -89,3 +91,71 @@ def test_budgets_baselines_history_and_junit_in_a_pytest_session(tmp_path):
     assert latency["test_suite.py::test_fine"] == pytest.approx(float(props["hil.synthnet.total_us" + fine]) / 1e6,
                                                                 rel=1e-5)
     assert (tmp_path / "runs" / "fine" / "trace.json").is_file()
+
+
+TWO_RUNS = '''
+import os, sys
+import pytest
+from pathlib import Path
+from hil import atomic
+sys.path.insert(0, {here!r})
+from test_regress_synth import synth_profile
+
+def _run(request, name, model, seed):
+    folder = Path(os.environ["RUNS"]) / name
+    atomic.write_json(folder / "profile.json", synth_profile(seed, model=model))
+    atomic.write_json(folder / "manifest.json", {{"board": "qemu", "model": model}})
+    request.node.user_properties.append(("hil_artifacts", str(folder)))
+
+@pytest.mark.device  # an et-hil test: its figures go to the JUnit XML
+def test_two_models(request):
+    _run(request, "a-factory-none", "a", 1)
+    _run(request, "b-factory-none", "b", 2)
+
+@pytest.mark.device
+def test_one_model(request):
+    _run(request, "c-factory-none", "c", 3)
+'''
+
+
+def _properties(xml: Path) -> dict[str, str]:
+    return {p.get("name"): p.get("value") for p in ET.parse(xml).getroot().iter("property")}
+
+
+def _session_xml(tmp_path: Path, name: str, *args: str) -> Path:
+    xml = tmp_path / f"{name}.xml"
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_two.py", f"--junitxml={xml}", *args],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "RUNS": str(tmp_path / name), "PYTHONPATH": str(HERE.parents[1])})
+    assert res.returncode == 0, res.stdout + res.stderr
+    return xml
+
+
+def test_junit_under_xdist_holds_every_figure_of_every_run_and_is_valid_xunit2(tmp_path):
+    import xmlschema
+
+    (tmp_path / "test_two.py").write_text(TWO_RUNS.format(here=str(HERE)))
+    serial, parallel = _session_xml(tmp_path, "serial"), _session_xml(tmp_path, "parallel", "-n", "2")
+    schema = xmlschema.XMLSchema(str(HERE.parent / "fixtures" / "junit" / "xunit2.xsd"))
+    schema.validate(str(parallel))
+    schema.validate(str(serial))
+    names = set(_properties(parallel))
+    assert names == set(_properties(serial)) and len(names) == 3 * 16
+    two = "@test_regress_pytest_hooks.py"  # not a test id of this session: the two tests are test_two.py's
+    assert two not in "".join(names)
+    for run, test in (("a.a-factory-none", "test_two_models"), ("b.b-factory-none", "test_two_models"),
+                      ("c", "test_one_model")):
+        assert f"hil.{run}.total_us@test_two.py::{test}" in names, (run, sorted(names))
+        assert f"hil.{run}.top1.name@test_two.py::{test}" in names
+    values = _properties(parallel)
+    assert values["hil.a.a-factory-none.artifacts@test_two.py::test_two_models"].endswith("a-factory-none")
+    assert values["hil.b.b-factory-none.artifacts@test_two.py::test_two_models"].endswith("b-factory-none")
+
+
+def test_the_legacy_family_also_gets_each_figure_as_a_testcase_property(tmp_path):
+    (tmp_path / "test_two.py").write_text(TWO_RUNS.format(here=str(HERE)))
+    xml = _session_xml(tmp_path, "legacy", "-n", "2", "-o", "junit_family=legacy")
+    case = [c for c in ET.parse(xml).getroot().iter("testcase") if c.get("name") == "test_one_model"][0]
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert float(props["hil.c.total_us"]) > 0 and props["hil.c.artifacts"].endswith("c-factory-none")

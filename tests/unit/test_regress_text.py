@@ -42,14 +42,14 @@ def test_the_json_form_is_every_field_of_every_event():
     data = comparison_to_dict(Comparison(DELTAS[:2], 0.05, 3.0, 0.0, ["n"], baseline_runs=4, now_runs=2))
     assert data == {
         "tolerance": 0.05, "noise_k": 3.0, "has_regression": True, "disturbed": False, "baseline_runs": 4,
-        "now_runs": 2, "notes": ["n"],
+        "now_runs": 2, "notes": ["n"], "alpha": 0.1, "best_p_value": pytest.approx(1 / 15), "runs_needed": 0,
         "events": [
             {"key": "npu_kernel:3#0", "kind": "npu_kernel", "name": "npu kernel 3", "op_types": "aten.convolution.default",
              "baseline_us": 100.0, "now_us": 112.0, "change_pct": 12.0, "noise_us": 3.0, "verdict": "regression",
-             "p_value": 0.0909},
+             "p_value": 0.0909, "rule": None, "runs_needed": 0},
             {"key": "cpu_op:native_call_add.out#0", "kind": "cpu_op", "name": "native_call_add.out", "op_types": "-",
              "baseline_us": 50.0, "now_us": None, "change_pct": None, "noise_us": 0.0, "verdict": "removed",
-             "p_value": None},
+             "p_value": None, "rule": None, "runs_needed": 0},
         ],
     }
     assert DELTAS[1].delta_us == 0.0 and DELTAS[2].delta_us == -50.0

@@ -93,3 +93,31 @@ def test_a_profile_written_before_methods_and_units_existed():
     assert format_table(old).splitlines()[-2:] == ["warning:", "  " + "a" * 92]  # 101 characters do not fit
     assert format_table({"model": "m", "board": "b"}).splitlines()[-2:] == [
         "NPU fraction                                   n/a", "CPU fallback ops: none"]
+
+
+def test_a_share_over_the_whole_says_why_and_totals_with_nothing_behind_them_are_left_out():
+    profile = {
+        "model": "m", "board": "b", "iterations": 1, "time_unit": "us",
+        "events": [_event("Method::execute", "method", 100.0), _event("DELEGATE_CALL", "delegate_call", 90.0),
+                   _event("0", "npu_kernel", 60.0, ["aten.convolution.default"]), _event("1", "profiling_dump", 116.0)],
+        "totals_us": {"method_execute": 100.0, "npu_kernels": 60.0, "delegate_ops": 0.0, "cpu_ops": 0.0,
+                      "cpu_call_overhead": 0.0, "delegate_calls": 90.0, "delegate_overhead": 0.0,
+                      "profiling_dump": 116.0, "unattributed": 0.0},
+        "npu_fraction": 0.6,
+    }
+    lines = format_table(profile).splitlines()
+    assert lines[3:7] == [
+        "Method::execute               method                                           100.000 100.0%",
+        "DELEGATE_CALL                 delegate_call                                     90.000  90.0%",
+        "  0                           npu_kernel     convolution                        60.000  60.0%",
+        "  1                           profiling_dump over 100%: overlaps kernels       116.000 116.0%",
+    ]
+    assert lines[8:15] == [
+        "Method::execute                            100.000 us     100.0%",
+        "NPU kernels                                 60.000 us      60.0%",
+        "delegate calls                              90.000 us      90.0%",
+        "delegate overhead                            0.000 us       0.0%",  # a call with no overhead: said
+        "profiling dump (not in other totals)       116.000 us     116.0%  over 100%: overlaps the kernels",
+        "unattributed                                 0.000 us       0.0%",
+        "NPU fraction                                 0.600",
+    ]

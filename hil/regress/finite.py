@@ -1,0 +1,39 @@
+"""Figures a comparison will read must be numbers: a baseline or history row holding NaN is refused.
+
+NaN compares false with everything, so a baseline whose totals or event times are NaN would let any
+run pass; infinity would let none. A JSON file may hold `NaN` and `Infinity` (Python's json reads
+them), and a history row may hold whatever an older writer stored, so both are checked where they
+are read, and the refusal names the file and the event.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from hil.errors import AnalysisError
+from hil.regress.identity import keyed_events
+
+EVENT_FIGURES = ("p50_us", "p90_us", "min_us", "max_us", "mad_us", "mean_us")
+
+
+def _bad(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def check_finite(profile: Mapping[str, Any], where: str) -> None:
+    """AnalysisError naming `where` and the first event (or total) whose figure is not finite."""
+    for key, event in keyed_events(profile.get("events") or []).items():
+        for field in EVENT_FIGURES:
+            if _bad(event.get(field)):
+                raise AnalysisError(f"{where}: event {key} has {field} = {event.get(field)}; figures must be finite")
+        times = event.get("times_us") or []
+        for index, value in enumerate(times if isinstance(times, list) else []):
+            if _bad(value):
+                raise AnalysisError(f"{where}: event {key} has times_us[{index}] = {value}; figures must be finite")
+    for name, value in (profile.get("totals_us") or {}).items():
+        if _bad(value):
+            raise AnalysisError(f"{where}: totals_us.{name} = {value}; figures must be finite")
+    if _bad(profile.get("npu_fraction")):
+        raise AnalysisError(f"{where}: npu_fraction = {profile.get('npu_fraction')}; figures must be finite")
