@@ -256,10 +256,11 @@ def _profile_event(name: str | None, instr: int, start: int, end: int, delegate_
 
 
 def _hand_etdump(path: Path, metadata: tuple[bytes | None, bytes | None] = (b"\x03", b"\x00"),
-                 prefixed: bool = True, dumps: bool = True, vary: bool = False) -> None:
+                 prefixed: bool = True, dumps: bool = True, vary: bool = False, short_call: bool = False) -> None:
     """Write the runs described above; the CPU operator's events first, though they start later (the
     analysis orders events by start time). `dumps=False` leaves out the dump events; `vary` gives
-    run 2's kernels another function code."""
+    run 2's kernels another function code; `short_call` makes run 2's OPERATOR_CALL 2300 PAL (23 us),
+    shorter than the 25 us kernel it wraps (two timestamps read at different moments can do that)."""
     from executorch.devtools.etdump.schema_flatcc import ETDumpFlatCC, RunData
     from executorch.devtools.etdump.serialize import serialize_to_etdump_flatcc
 
@@ -271,7 +272,7 @@ def _hand_etdump(path: Path, metadata: tuple[bytes | None, bytes | None] = (b"\x
         meta = b"\x04" if vary and i == 2 else kernel_meta
         events = [
             _profile_event("native_call_sigmoid.out", 1, t + 5300, t + 7800),
-            _profile_event("OPERATOR_CALL", 1, t + 5200, t + 8200),
+            _profile_event("OPERATOR_CALL", 1, *((t + 5400, t + 7700) if short_call and i == 2 else (t + 5200, t + 8200))),
             _profile_event(None, 0, n, n + 1000, 0, meta),
             *([_profile_event(None, 0, n + 1000, n + 2200, 1, dump_meta)] if dumps else []),
             _profile_event("DELEGATE_CALL", 0, t + 100, t + 5100),
@@ -345,6 +346,17 @@ def test_delegate_overhead_is_never_negative(npu_profile: dict[str, Any]) -> Non
     assert last["methods"]["forward"]["iterations"] == 1
     assert last["methods"]["forward"]["totals_us"] == last["totals_us"]
     assert last["methods"]["forward"]["npu_fraction"] == 0.346535
+
+
+def test_cpu_dispatch_is_never_negative(art: dict[str, Any], tmp_path: Path) -> None:
+    _hand_etdump(tmp_path / "short.etdump", short_call=True)
+    p = build_profile(tmp_path / "short.etdump", art["out"] / "npu.etrecord", board="rt700", model="two",
+                      simulated=True, ticks_per_us=PAL, neutron_ticks_per_us=NPU)
+    (sigmoid,) = [e for e in p["events"] if e["kind"] == "cpu_op"]
+    assert sigmoid["call_overhead_us"] == [5.0, 5.0, 0.0]  # 30 - 25, 30 - 25, and 23 - 25 taken as 0
+    last = drop_warmup(p, 2)
+    assert last["totals_us"]["cpu_call_overhead"] == 0.0
+    assert last["totals_us"]["unattributed"] == 87.0  # 202 - 25 (sigmoid) - 0 (dispatch) - 90 (calls 50 + 40)
 
 
 def test_reading_npu_ticks_at_the_cpu_clock_changes_the_numbers(art: dict[str, Any], tmp_path: Path) -> None:

@@ -45,6 +45,11 @@ def test_other_backends_and_host_events():
     ("native_call_add.out", ["aten.sub.Tensor"], False),
     ("native_call_add.out", [], False),
     ("native_call_tanh.out", ["aten.sigmoid.default"], False),
+    # The kernel's base name may be the start of the op type's: an in-place form, a suffixed variant...
+    ("native_call_add.out", ["aten.add_.Tensor"], True),
+    ("native_call_max_pool2d.out", ["aten.max_pool2d_with_indices.default"], True),
+    # ... but never the other way round: a longer kernel name does not fit a shorter op type.
+    ("native_call_max_pool2d_with_indices.out", ["aten.max_pool2d.default"], False),
     ("OPERATOR_CALL", ["aten.add.Tensor"], None),
     ("DELEGATE_CALL", [], None),
 ])
