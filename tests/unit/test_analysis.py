@@ -348,6 +348,25 @@ def test_delegate_overhead_is_never_negative(npu_profile: dict[str, Any]) -> Non
     assert last["methods"]["forward"]["npu_fraction"] == 0.346535
 
 
+def test_totals_are_exact_to_the_nanosecond_when_no_time_is(art: dict[str, Any], tmp_path: Path) -> None:
+    """The same ticks read at 11x the clocks: every time is the figure above / 11, which no 3 decimals hold."""
+    _hand_etdump(tmp_path / "npu.etdump")
+    p = build_profile(tmp_path / "npu.etdump", art["out"] / "npu.etrecord", board="rt700", model="two",
+                      simulated=True, ticks_per_us=11 * PAL, neutron_ticks_per_us=11 * NPU)
+    # 201/11 = 18.2727, 50/11 = 4.54545, 25/11 = 2.2727, 5/11 = 0.45454, 90/11 = 8.18181, 16/11 = 1.45454,
+    # 64/11 = 5.81818, 81/11 = 7.36363; summed from times rounded first, dispatch would be 2.727 - 2.273 =
+    # 0.454, the calls 4.545 + 3.636 = 8.181, and the rest follow.
+    assert p["totals_us"] == {
+        "method_execute": 18.273, "npu_kernels": 4.545, "delegate_ops": 0.0, "cpu_ops": 2.273,
+        "cpu_call_overhead": 0.455, "delegate_calls": 8.182, "delegate_overhead": 1.455, "profiling_dump": 5.818,
+        "unattributed": 7.364,
+    }
+    assert p["npu_fraction"] == 0.248756  # 50 / 201, not 4.545 / 18.273 = 0.248728
+    (sigmoid,) = [e for e in p["events"] if e["kind"] == "cpu_op"]
+    assert sigmoid["times_us"] == [2.273] * 3 and sigmoid["call_overhead_us"] == [0.455] * 3
+    assert sigmoid["call_overhead_p50_us"] == 0.455
+
+
 def test_cpu_dispatch_is_never_negative(art: dict[str, Any], tmp_path: Path) -> None:
     _hand_etdump(tmp_path / "short.etdump", short_call=True)
     p = build_profile(tmp_path / "short.etdump", art["out"] / "npu.etrecord", board="rt700", model="two",

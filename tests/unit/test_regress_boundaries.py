@@ -60,3 +60,20 @@ def test_one_new_run_is_judged_by_the_spread_between_baseline_runs():
     assert by["x"].noise_us == pytest.approx(11.1195) and by["y"].noise_us == pytest.approx(11.1195)
     assert by["x"].verdict == "unchanged" and by["x"].p_value is None
     assert [d.name for d in comparison.regressions] == ["y"] and by["y"].p_value == pytest.approx(1 / 11)
+
+
+def test_a_baseline_run_exactly_twenty_percent_slower_than_the_fastest_is_kept():
+    from hil.regress.stats import undisturbed
+
+    quiet = {"a": 5.0, "b": 10.0, "c": 20.0}
+    # medians of the four runs: 5, 10, 20; the last run's shift 6/5 = 1.2 = the fastest (1.0) x 1.2
+    assert undisturbed([quiet] * 3 + [{"a": 6.0, "b": 12.0, "c": 24.0}], "m") == ([0, 1, 2, 3], [1.0] * 3 + [1.2])
+    assert undisturbed([quiet] * 3 + [{"a": 6.0003, "b": 12.0006, "c": 24.0012}], "m")[0] == [0, 1, 2]
+
+
+def test_a_new_run_of_one_iteration_is_not_judged():
+    # on a board clock (no machine-load rule), every event twice as slow, but in one iteration only
+    comparison = compare_runs([profile(dict(BASE), clock=TICKS) for _ in range(3)],
+                              [profile({k: 2 * v for k, v in BASE.items()}, clock=TICKS, iterations=1)])
+    assert {d.verdict for d in comparison.deltas} == {"unjudged"} and not comparison.has_regression
+    assert "warning: events measured in 1 iteration cannot be judged (n = 1); run more iterations" in comparison.notes
