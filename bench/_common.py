@@ -11,16 +11,20 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hil.aot.export import CompiledModel, export_model  # noqa: E402
-from hil.buffers.simulated import simulated_buffer  # noqa: E402
-from hil.firmware.qemu_image import build_qemu_image  # noqa: E402
+if TYPE_CHECKING:
+    from hil.aot.export import CompiledModel
 
 
 def replay_image(model: str = "cifar10", iterations: int = 3, clock_mhz: float = 324) -> tuple[CompiledModel, Path]:
-    """The model's program and a replay ELF carrying its host-runtime ETDump."""
+    """The model's program and a replay ELF carrying its host-runtime ETDump (imports torch: only when asked)."""
+    from hil.aot.export import export_model
+    from hil.buffers.simulated import simulated_buffer
+    from hil.firmware.qemu_image import build_qemu_image
+
     compiled = export_model(model, delegate="none")
     buffer = simulated_buffer(compiled, iterations=iterations, clock_mhz=clock_mhz)
     return compiled, build_qemu_image(buffer.etdump, buffer.console_lines, runs=iterations)
