@@ -187,3 +187,19 @@ def test_a_reader_that_will_not_reconnect_closes_without_pyserials_pause(server,
     keeps.close()
     again.hang_up()
     assert pauses == [0.3]  # pyserial's own close, kept for a reader that reconnects
+
+
+def test_the_result_line_is_read_whole_though_it_arrives_in_pieces(server, tmp_path: Path) -> None:
+    """A UART delivers a line in pieces: the size is read from the whole line, not from its first digits."""
+    from hil.road.capture import EtdumpResult, RunContext, check_console_result
+
+    reader = SerialReader(f"socket://127.0.0.1:{server.port}", tmp_path / "serial.log").start()
+    try:
+        server.send(b"Result buf: 0x38000000, size: 18")
+        time.sleep(0.3)  # let the reader see the first piece alone (a pause, not a timed assertion)
+        server.send(b"32, crc32: 0x0badf00d\r\n")
+        ctx = RunContext(board="qemu", breakpoint="hil_etdump_ready", serial=reader, transcript=tmp_path / "mi.log")
+        checked = check_console_result(ctx, EtdumpResult(0x38000000, 1832), timeout=5)
+    finally:
+        reader.close()
+    assert (checked.address, checked.size, checked.crc32) == (0x38000000, 1832, 0x0BADF00D)
