@@ -205,31 +205,6 @@ def test_missing_or_foreign_etrecord(art: dict[str, Any], tmp_path: Path) -> Non
     assert str(out / "tiny.etdump") in str(info.value) and str(out / "other.etrecord") in str(info.value)
 
 
-@pytest.mark.parametrize(
-    ("data", "expected"),
-    [
-        (bytes([0]), {"kind": "profiling_dump"}),
-        (bytes([5]), {"kind": "kernel", "function_code": 5}),
-        (bytes([255]), {"kind": "kernel", "function_code": 255}),
-        ((0x3 << 8 | 0x2 << 4 | 0x0).to_bytes(2, "little"), {"kind": "sdk_version", "version": "3.2.0"}),
-        ((0x1 << 8 | 0xF << 4 | 0x9).to_bytes(2, "little"), {"kind": "sdk_version", "version": "1.15.9"}),
-        (b"\x01\x02\x03", {"kind": "invalid", "raw": "010203"}),
-        (b"", {"kind": "none"}),
-        (None, {"kind": "none"}),
-    ],
-)
-def test_decode_neutron_metadata(data: bytes | None, expected: dict[str, Any]) -> None:
-    decoded = ev.decode_neutron_metadata(data)
-    assert {k: decoded[k] for k in expected} == expected
-
-
-def test_metadata_bytes_accepts_inspector_forms() -> None:
-    assert ev.metadata_bytes(b"\x07") == b"\x07"
-    assert ev.metadata_bytes("") is None and ev.metadata_bytes(None) is None
-    assert ev.metadata_bytes([1, 2]) == b"\x01\x02"
-    assert ev.decode_event_metadata([b"\x07", b"\x08"])["varies_between_runs"] is True
-
-
 # ---- (B) a program lowered to the simulated Neutron backend, with an ETDump written by hand ----------
 #
 # Fixed tick counts, so every total below is worked out by hand. PAL (CPU) ticks run at 100 per us,
@@ -450,12 +425,3 @@ def test_pte_memory_of_cpu_program(art: dict[str, Any], tmp_path: Path) -> None:
     (tmp_path / "bad.pte").write_bytes(b"\x00" * 64)
     with pytest.raises(AnalysisError, match="bad.pte"):
         pte_memory(tmp_path / "bad.pte")
-
-
-def test_a_dump_that_exactly_fits_beside_the_kernels_is_subtracted():
-    from hil.analysis.totals import call_overhead
-
-    assert call_overhead(10.0, 6.0, 4.0) == 0.0  # fits exactly: nothing left
-    assert call_overhead(10.0, 6.0, 3.5) == 0.5
-    assert call_overhead(10.0, 6.0, 5.0) == 4.0  # does not fit: call minus kernels
-    assert call_overhead(10.0, 12.0, 1.0) == 0.0  # kernels outlast the call: never negative
