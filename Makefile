@@ -7,19 +7,26 @@ SHELL := /bin/bash
 PYTHON_BOOT ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi gdb-multiarch ser2net
-# The venv is rebuilt only when the project's pins change.
-VENV_STAMP := $(VENV)/.et-hil-$(shell cat pyproject.toml | sha256sum | cut -c1-16)
+APT_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi gdb-multiarch ser2net \
+  cmake ninja-build git
+# pyproject.toml states ranges; constraints.txt holds the exact versions this venv installs and CI tests with.
+CONSTRAINTS := constraints.txt
+# The venv is rebuilt only when the project's ranges or its pins change.
+VENV_STAMP := $(VENV)/.et-hil-$(shell cat pyproject.toml $(CONSTRAINTS) | sha256sum | cut -c1-16)
 # labgrid lives in its own venv: it needs pyserial-labgrid, a fork that installs the same `serial` package as
-# the pinned pyserial==3.5, so the two cannot share one venv. The harness runs its labgrid-coordinator,
+# the pinned pyserial (constraints.txt), so the two cannot share one venv. The harness runs its labgrid-coordinator,
 # labgrid-exporter and labgrid-client as child processes (HIL_LABGRID_BIN names another folder holding them).
 LAB_VENV ?= .venv-lab
 LABGRID_PIN := labgrid==26.0.1
 LAB_STAMP := $(LAB_VENV)/.et-hil-$(LABGRID_PIN)
 DEMO_OUT ?= hil-artifacts/demo
 TEST_ARGS ?=
+# The pinned firmware sources (firmware/rt700/pins.toml): the QEMU board builds the real firmware from
+# them, the RT700 build test links from them. `sources` assembles them once (HIL_GIT_BASE: a local
+# mirror; else the public host, if it answers quickly) and says in one line when they cannot be had.
+HIL_SOURCES ?= $(or $(RT700_SDK_DIR),$(HOME)/.cache/et-hil/rt700-sdk)
 
-.PHONY: demo test setup apt venv lab-venv clean-cache firmware firmware-check mutation
+.PHONY: demo test setup apt venv lab-venv sources clean-cache firmware firmware-check mutation
 
 setup: apt venv lab-venv
 
@@ -34,11 +41,11 @@ apt:
 
 venv: $(VENV_STAMP)
 
-$(VENV_STAMP): pyproject.toml
+$(VENV_STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
-	@echo "installing pinned Python packages into $(VENV) (torch==2.13.0 CPU, executorch==1.5.1, ...)"
-	@$(PY) -m pip install -q --disable-pip-version-check -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
-	@$(PY) -c "import torch, executorch, pyocd, serial, pygdbmi, pytest_embedded, xmlschema; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+	@echo "installing the pinned Python packages of $(CONSTRAINTS) into $(VENV) (torch==2.13.0 CPU, executorch==1.5.1, ...)"
+	@$(PY) -m pip install -q --disable-pip-version-check -c $(CONSTRAINTS) -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
+	@$(PY) -c "import torch, executorch, pyocd, serial, pygdbmi, pytest_embedded, xmlschema, hypothesis, xdist, prometheus_client; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	@rm -f $(VENV)/.et-hil-*; touch $@
 
 lab-venv: $(LAB_STAMP)
@@ -50,18 +57,22 @@ $(LAB_STAMP):
 	@$(LAB_VENV)/bin/labgrid-client --help >/dev/null
 	@rm -f $(LAB_VENV)/.et-hil-*; touch $@
 
-demo: setup
-	$(VENV)/bin/hil run --board qemu --model cifar10 --out $(DEMO_OUT)/cifar10
-	$(VENV)/bin/hil run --board qemu --model ds_cnn --out $(DEMO_OUT)/ds_cnn
+sources: venv
+	@$(PY) -m hil.firmware.workspace --optional -q --dest $(HIL_SOURCES)
 
-test: setup firmware-check
-	$(PY) -m pytest --board qemu $(TEST_ARGS)
+demo: setup sources
+	RT700_SDK_DIR=$(HIL_SOURCES) $(VENV)/bin/hil run --board qemu --model cifar10 --delegate none --out $(DEMO_OUT)/cifar10
+	RT700_SDK_DIR=$(HIL_SOURCES) $(VENV)/bin/hil run --board qemu --model cifar10 --out $(DEMO_OUT)/cifar10-npu
+	RT700_SDK_DIR=$(HIL_SOURCES) $(VENV)/bin/hil run --board qemu --model ds_cnn --out $(DEMO_OUT)/ds_cnn
+
+test: setup sources firmware-check
+	RT700_SDK_DIR=$(HIL_SOURCES) $(PY) -m pytest --board qemu $(TEST_ARGS)
 
 # Mutation testing of the code that computes what users act on (hil/analysis/, hil/regress/compare.py,
 # budgets.py, stats.py; the list is [tool.mutmut] in pyproject.toml). Not part of `make test`: it runs
 # the fast unit tests once per mutant, about 26 minutes on two cores. Prints the share of mutants killed.
 mutation: setup
-	@$(PY) -m pip install -q --disable-pip-version-check -e ".[mutation]" 2>&1 | grep -v "^WARNING: Location" || true
+	@$(PY) -m pip install -q --disable-pip-version-check -c $(CONSTRAINTS) -e ".[mutation]" 2>&1 | grep -v "^WARNING: Location" || true
 	rm -rf mutants
 	@echo "mutmut's own output goes to mutmut-run.log"
 	$(VENV)/bin/mutmut run --max-children 2 > mutmut-run.log 2>&1 || true

@@ -17,17 +17,20 @@ DATA_PACKAGES = {
 }
 # Only the sources: never a build folder (firmware/rt700/build) or an editor's leftovers.
 FIRMWARE_FILES = [
+    "app/*.c", "app/*.cpp", "app/*.h", "cmake/*.cmake",
     "common/*.c", "common/*.h",
     "qemu/*.c", "qemu/*.h", "qemu/*.ld", "qemu/README.md",
+    "qemu/runtime/*.c", "qemu/runtime/*.ld", "qemu/runtime/CMakeLists.txt", "qemu/runtime/README.md",
     "rt700/CMakeLists.txt", "rt700/README.md", "rt700/pins.toml", "rt700/rt700.mk",
     "rt700/check/*.h", "rt700/check/README.md", "rt700/cmake/*.cmake", "rt700/link/*.ld",
-    "rt700/src/*.c", "rt700/src/*.cpp", "rt700/src/*.h",
+    "rt700/src/*.c",
 ]
 
 setup(
     packages=[*find_packages(include=["hil", "hil.*"]), *DATA_PACKAGES],
     package_dir=DATA_PACKAGES,
     package_data={
+        "hil": ["py.typed"],  # PEP 561: the package's type hints are meant for its users' type checkers
         "hil.data.boards": ["*.toml"],
         "hil.data.budgets": ["*.toml"],
         "hil.data.firmware": FIRMWARE_FILES,

@@ -91,6 +91,14 @@ def _ram_pair(v: Any) -> bool:
     return isinstance(v, list) and len(v) == 2 and all(_is_int(x) and x >= 0 for x in v) and v[1] > 0
 
 
+# What a board can do ([board].features), the words `@pytest.mark.hil_requires(...)` may name (hil.capabilities).
+FEATURES = {
+    "npu": "a real eIQ Neutron NPU runs the delegated part of a program",
+    "probe": "a debug probe (pyOCD) flashes and debugs the target",
+    "console": "the target's serial console is read",
+    "runtime": "the ExecuTorch runtime executes the program on the target's own core",
+}
+
 FREE = None  # a section (or sub-table) passed through as it is
 POSITIVE_S = number(above=0)
 
@@ -100,6 +108,7 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
         "kind": choice("qemu", "rt700"),
         "description": text(),
         "clock_mhz": number(above=0),
+        "features": list_of("feature names (" + ", ".join(FEATURES) + ")", lambda v: v in FEATURES),
     },
     "aot": {
         "delegate": choice("none", "neutron-sim", "neutron", "auto"),
@@ -116,6 +125,9 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
         "reset_monitor": text(non_empty=True),
         # In a lab: the path ser2net serves as this QEMU's console; the board links it to QEMU's pty (hil.lab).
         "serial_pty": text(non_empty=True),
+        # What the board runs (hil.firmware.qemu_firmware) and QEMU's instruction counting (-icount shift=N).
+        "firmware": choice("runtime", "replay", "auto"),
+        "icount_shift": integer(at_least=0),
     },
     "debug": {
         "gdb": text(non_empty=True),
@@ -168,6 +180,8 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
         "open_timeout_s": POSITIVE_S,
         "reconnect_timeout_s": number(at_least=0),
         "reconnect_delay_s": number(at_least=0),
+        # The default timeout of hil_board.console.expect() (hil.board_console).
+        "expect_timeout_s": POSITIVE_S,
     },
     "paths": {
         "mcux_sdk": path(),

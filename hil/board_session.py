@@ -17,15 +17,15 @@ errors, logs and checks are the same.
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import Any
 
 from hil import atomic
+from hil.board_console import DEFAULT_EXPECT_TIMEOUT_S, Console
 from hil.boards import open_board
 from hil.config import BoardConfig
-from hil.errors import TargetError, TimeoutExpired
+from hil.errors import TargetError
 from hil.road.capture import RunContext, read_out_etdump, run_to_breakpoint
 from hil.road.gdbmi import GdbMiSession
 from hil.road.run_config import CONFIG_SYMBOL, RunPlan, check_echo, configure_run
@@ -33,42 +33,6 @@ from hil.road.serial_reader import SerialReader
 
 DEFAULT_TIMEOUT_S = 60.0
 REBUILD_HINT = "link firmware/common/hil_result.c into your image and call hil_config_ready() before the first run"
-
-
-class Console:
-    """The target's serial console, read from before the target ran (nothing is lost).
-
-    It keeps its own place in the output, apart from the checks the harness makes while running
-    (the run-configuration echo, the `Result buf:` line), so a test sees every line from the start.
-    """
-
-    POLL_S = 0.05
-
-    def __init__(self, reader: SerialReader) -> None:
-        self._reader = reader
-        self._cursor = 0
-
-    def expect(self, pattern: str | re.Pattern[str], timeout: float = DEFAULT_TIMEOUT_S) -> re.Match[str]:
-        """Wait for `pattern` (a regex) after this console's previous match; a timeout names the pattern
-        and the last console lines."""
-        regex = re.compile(pattern) if isinstance(pattern, str) else pattern
-        deadline = time.monotonic() + timeout
-        while True:
-            match = regex.search(self._reader.text, self._cursor)
-            if match is not None:
-                self._cursor = match.end()
-                return match
-            if time.monotonic() >= deadline or self._reader.ended:
-                raise TimeoutExpired(
-                    f"{self._reader.name}: pattern {regex.pattern!r} not seen within {timeout:g} s; last console"
-                    f" lines:\n{self._reader.describe_tail()}\n(log: {self._reader.log_path})"
-                )
-            time.sleep(self.POLL_S)
-
-    @property
-    def text(self) -> str:
-        """Everything the console printed so far."""
-        return self._reader.text
 
 
 class BoardSession:
@@ -94,11 +58,12 @@ class BoardSession:
         self._board = open_board(self.cfg, self.workdir)
         self._board.flash(self._image)
         self._gdb, self._serial = self._board.attach()
-        self._console = Console(self._serial)
+        self._console = Console(self._serial, self.cfg.get("serial.expect_timeout_s", DEFAULT_EXPECT_TIMEOUT_S))
 
     @property
     def console(self) -> Console:
-        """The serial console of the flashed board (`console.expect(pattern, timeout)`, `console.text`)."""
+        """The serial console of the flashed board: `expect(pattern | [patterns], timeout)`, `expect_exact(text)`,
+        `not_matching=`, `text` (hil.board_console); the default timeout is `[serial].expect_timeout_s`."""
         self._need()
         assert self._console is not None
         return self._console

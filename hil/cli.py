@@ -208,22 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _quiet_third_party() -> None:
-    """torch/torchao/executorch announce deprecations and optional kernels they could not load on
-    every import; on a bench console that buries the harness's own lines. `-W` or PYTHONWARNINGS
-    still win, since they are applied after this."""
-    import logging
-    import warnings
-
-    for category in (DeprecationWarning, FutureWarning, UserWarning):
-        warnings.filterwarnings("ignore", category=category, module=r"(torch|torchao|executorch|copyreg)")
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    for name in ("torchao", "torch.utils._pytree", "torch._export"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-
-
 def main(argv: list[str] | None = None) -> int:
-    _quiet_third_party()  # first: importing torch and executorch must not print over a one-line error
+    from hil.quiet import quiet_third_party
+
+    quiet_third_party()  # first: importing torch and executorch must not print over a one-line error
     if (sys.argv[1:] if argv is None else argv)[:1] == ["inspect"]:
         # Loaded before the harness's own modules, the Inspector's large ETDumps cost no extra second of
         # mmap/munmap system time (bench/inspect_speed.py measures the whole command against a bare Inspector).
@@ -236,8 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_OK
+    from hil import log
+
     try:
-        return int(args.func(args))
+        with log.drawn_on(sys.stderr):
+            return int(args.func(args))
     except HilError as exc:
         print(f"hil {args.command}: {exc}", file=sys.stderr)
         return exit_code_for(exc)

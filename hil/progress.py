@@ -5,8 +5,9 @@ board does anything; printed only at the end, a step looks like a hang. So every
 announced when it starts ("export resnet8 (cache miss)…"). On a terminal a step still running
 after BAR_DELAY_S gets a tqdm bar: a real percentage when the step reports one (pyOCD's flash
 progress callback), otherwise the elapsed time, so a person sees it is alive. Not on a terminal
-(CI logs, pipes) the same steps are plain lines, and `-q` prints nothing extra. The pytest plugin
-writes the lines through pytest's terminal reporter with `-v`.
+(CI logs, pipes) the same steps are plain lines, and `-q` prints nothing extra. Every line is an
+INFO record of the `hil` logger (hil.log), which the front end draws: `hil run` on stderr, the
+pytest plugin through pytest's terminal reporter with `-v` (and caplog, `--log-cli-level` see them).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
+
+from hil import log
 
 # A step that ends within this many seconds never shows a bar (a bar that flashes is noise).
 BAR_DELAY_S = 2.0
@@ -40,29 +43,32 @@ class Progress:
 
 
 class Lines(Progress):
-    """One plain line as each step starts and, with `durations`, one as it ends."""
+    """One plain line as each step starts and, with `durations`, one as it ends; by default an INFO
+    record of the `hil` logger."""
 
-    def __init__(self, write: Callable[[str], None], *, durations: bool = True, prefix: str = "[hil] ") -> None:
+    def __init__(self, write: Callable[[str], None] = log.info, *, durations: bool = True) -> None:
         self._write = write
         self._durations = durations
-        self._prefix = prefix
 
     def start(self, name: str, detail: str = "") -> None:
-        self._write(f"{self._prefix}{detail or name}…")
+        self._write(f"{detail or name}…")
 
     def finish(self, name: str, seconds: float, ok: bool) -> None:
         if self._durations or not ok:
-            self._write(f"{self._prefix}{name}: {seconds:.2f} s{'' if ok else ' (failed)'}")
+            self._write(f"{name}: {seconds:.2f} s{'' if ok else ' (failed)'}")
 
     def note(self, text: str) -> None:
-        self._write(f"{self._prefix}{text}")
+        self._write(text)
 
 
 class Terminal(Lines):
-    """Lines, plus a tqdm bar for a step still running after BAR_DELAY_S (a ticker thread keeps it moving)."""
+    """Lines, plus a tqdm bar on `stream` for a step still running after BAR_DELAY_S (a ticker thread keeps
+    it moving). The lines go to `write`, by default `[hil] line` straight onto `stream`; the bar is
+    closed before a line is written, so a handler drawing on the same stream never interleaves with it."""
 
-    def __init__(self, stream: TextIO, *, durations: bool = True) -> None:
-        super().__init__(lambda line: print(line, file=stream, flush=True), durations=durations)
+    def __init__(self, stream: TextIO, *, durations: bool = True, write: Callable[[str], None] | None = None) -> None:
+        super().__init__(write or (lambda line: print(f"{log.PREFIX}{line}", file=stream, flush=True)),
+                         durations=durations)
         # Imported here, in the main thread: imported first by the ticker thread while the main thread
         # imports torch, it waits on the interpreter's import locks and no bar is ever drawn.
         from tqdm import tqdm
@@ -123,9 +129,11 @@ class Terminal(Lines):
 
 
 def for_stream(stream: TextIO = sys.stderr, *, quiet: bool = False, durations: bool = True) -> Progress:
-    """The reporter for a command line: nothing with `quiet`, a live one on a terminal, plain lines otherwise."""
+    """The reporter for a command line: nothing with `quiet`, a live one on a terminal, plain lines otherwise.
+
+    The lines are `hil` log records; the caller draws them on `stream` (hil.log.drawn_on)."""
     if quiet:
         return Progress()
     if stream.isatty():
-        return Terminal(stream, durations=durations)
-    return Lines(lambda line: print(line, file=stream, flush=True), durations=durations)
+        return Terminal(stream, durations=durations, write=log.info)
+    return Lines(log.info, durations=durations)

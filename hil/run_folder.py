@@ -57,7 +57,7 @@ class RunFolderLock(HeldLock):
                         " with --wait or choose another --out"
                     ) from None
                 if self.report is not None:
-                    self.report(f"[hil] run folder {self.folder} is in use by {who}; waiting for it")
+                    self.report(f"run folder {self.folder} is in use by {who}; waiting for it")
                 fcntl.flock(fd, fcntl.LOCK_EX)
             os.ftruncate(fd, 0)
             os.pwrite(fd, LockHolder.me().dumps().encode(), 0)

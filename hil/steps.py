@@ -35,4 +35,4 @@ class StepTimer:
             self.seconds[name] = round(self.seconds.get(name, 0.0) + elapsed, 4)
             self.progress.finish(name, elapsed, ok)
             if self.report:
-                self.report(f"[hil] {name}: {elapsed:.2f} s")
+                self.report(f"{name}: {elapsed:.2f} s")

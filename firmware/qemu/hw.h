@@ -1,6 +1,7 @@
 /*
- * The few pieces of mps2-an505 hardware the replay image touches: the CMSDK UART that
- * carries the console, and Arm semihosting, through which the image hands QEMU its exit status.
+ * The few pieces of mps2-an505 hardware the QEMU images touch (the replay image, and the
+ * runtime image through runtime/board_glue.c): the CMSDK UART that carries the console, and Arm
+ * semihosting, through which the image hands QEMU its exit status.
  */
 #ifndef HIL_QEMU_HW_H
 #define HIL_QEMU_HW_H
@@ -19,7 +20,7 @@ void uart_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 /* SYS_EXIT_EXTENDED: QEMU (-semihosting-config enable=on) exits with `status`. */
 __attribute__((noreturn)) void semihost_exit(uint32_t status);
 
-/* Freestanding image: no libc, so the compiler's implicit calls land here. */
+/* The replay image links no libc: the compiler's implicit calls land in freestanding.c. */
 void *memcpy(void *dst, const void *src, size_t len);
 void *memset(void *dst, int value, size_t len);
 

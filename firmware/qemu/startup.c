@@ -1,26 +1,41 @@
 /*
- * Reset and fault entry for the replay image. QEMU's mps2-an505 fetches the initial SP and the
- * reset vector from 0x10000000 (secure SSRAM1), where link.ld puts `.vectors`.
+ * Reset and fault entry for both QEMU images (the replay image and the runtime image). QEMU's
+ * mps2-an505 fetches the initial SP and the reset vector from 0x10000000 (secure SSRAM1), where
+ * both link scripts put `.vectors`.
  */
 #include "hw.h"
 
 extern uint32_t __data_load[], __data_start[], __data_end[];
 extern uint32_t __bss_start[], __bss_end[];
 extern uint32_t __stack_top[];
+/* C++ static constructors (ExecuTorch registers its kernels and backends from them); empty in
+ * the replay image. */
+typedef void (*hil_ctor_t)(void);
+extern hil_ctor_t __init_array_start[], __init_array_end[];
 
 int main(void);
 
 /* SCB->SHCSR: MEMFAULTENA, BUSFAULTENA, USGFAULTENA (Armv8-M ARM, B3.2.x). */
 #define SCB_SHCSR (*(volatile uint32_t *)0xE000ED24u)
 #define SHCSR_FAULTS_ENABLED ((1u << 16) | (1u << 17) | (1u << 18))
+/* SCB->CPACR: full access to CP10 and CP11, the FPU (Armv8-M ARM, D1.2.x); QEMU's M33 has the
+ * single-precision FPU the runtime image is compiled for (-mfpu=fpv5-sp-d16). */
+#define SCB_CPACR (*(volatile uint32_t *)0xE000ED88u)
+#define CPACR_FPU_FULL_ACCESS (0xFu << 20)
 
 __attribute__((noreturn)) void hil_reset_handler(void)
 {
     /* Each configurable fault takes its own vector, as most firmware sets it up, instead of
      * escalating to HardFault: the harness's report then starts with the fault's own name. */
     SCB_SHCSR |= SHCSR_FAULTS_ENABLED;
+    /* Before any floating-point instruction, so before the constructors and main. */
+    SCB_CPACR |= CPACR_FPU_FULL_ACCESS;
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
     memcpy(__data_start, __data_load, (size_t)((uintptr_t)__data_end - (uintptr_t)__data_start));
     memset(__bss_start, 0, (size_t)((uintptr_t)__bss_end - (uintptr_t)__bss_start));
+    for (hil_ctor_t *ctor = __init_array_start; ctor < __init_array_end; ++ctor) {
+        (*ctor)();
+    }
     semihost_exit((uint32_t)main());
 }
 
@@ -33,7 +48,7 @@ __attribute__((noreturn)) void hil_reset_handler(void)
 __attribute__((noreturn)) static void fault_exit(const char *name)
 {
     uart_init();
-    uart_puts("\r\nHIL replay image: ");
+    uart_puts("\r\nHIL image: ");
     uart_puts(name);
     uart_puts(", exiting\r\n");
     semihost_exit(3u);

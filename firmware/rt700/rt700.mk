@@ -17,6 +17,7 @@
 
 RT700_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 RT700_COMMON := $(RT700_DIR)/../common
+RT700_APP := $(RT700_DIR)/../app
 RT700_BUILD ?= $(RT700_DIR)/build
 # The venv that holds the executorch wheel: the top Makefile's $(PY) when included from it.
 PYTHON ?= $(if $(PY),$(PY),.venv/bin/python)
@@ -32,6 +33,10 @@ RT700_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # environment).
 RT700_FIRMWARE_SDK = $(or $(RT700_SDK_DIR),$(shell d=$$($(PYTHON) -c 'from hil.firmware.workspace import default_dest; print(default_dest())' 2>/dev/null); [ -f "$$d/workspace.env" ] && echo "$$d"))
 
+# The executorch wheel's flatc (the pinned flatbuffers' version): saves building a host flatc from
+# source, most of a cold build (asked of hil.firmware.runtime_image, so the lookup lives in one place).
+RT700_FLATC = $(shell $(PYTHON) -c 'from hil.firmware.runtime_image import wheel_flatc; print(wheel_flatc() or "")' 2>/dev/null)
+
 firmware:
 	@if [ "$(BOARD)" != "rt700" ]; then \
 	  echo "make firmware: only BOARD=rt700 builds here (got BOARD='$(BOARD)'); the QEMU image is built by the harness" >&2; exit 2; fi
@@ -41,7 +46,7 @@ firmware:
 	  echo "make firmware: HIL_ITERATIONS is gone: one image serves any count; pass --iterations to hil run / --hil-iterations to pytest" >&2; exit 2; fi
 	$(CMAKE) -S $(RT700_DIR) -B $(RT700_BUILD) -DMODEL=$(abspath $(MODEL)) \
 	  -DHIL_PYTHON=$(abspath $(PYTHON)) $(if $(RT700_FIRMWARE_SDK),-DRT700_SDK_DIR=$(abspath $(RT700_FIRMWARE_SDK))) \
-	  $(RT700_CMAKE_ARGS)
+	  $(if $(RT700_FLATC),-DFLATC_EXECUTABLE=$(RT700_FLATC)) $(RT700_CMAKE_ARGS)
 	$(CMAKE) --build $(RT700_BUILD) --target hil_rt700 --parallel $(RT700_JOBS)
 	@echo "firmware: $(RT700_BUILD)/hil_rt700.elf"
 
@@ -58,13 +63,13 @@ RT700_ET_INCLUDE = $(RT700_ET_PKG)/include
 RT700_CHECK_CPU = -mcpu=cortex-m33 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16
 RT700_CHECK_COMMON = $(RT700_CHECK_CPU) -Os -g -Wall -Wextra -Werror -MMD -MP \
   -DCPU_MIMXRT798SGFOB_cm33_core0 -DMIMXRT798S_cm33_core0_SERIES -DET_EVENT_TRACER_ENABLED -DC10_USING_CUSTOM_GENERATED_MACROS \
-  -I$(RT700_DIR)/src -I$(RT700_COMMON) -I$(RT700_DIR)/check \
+  -I$(RT700_DIR)/src -I$(RT700_APP) -I$(RT700_COMMON) -I$(RT700_DIR)/check \
   -isystem $(RT700_ET_INCLUDE) -isystem $(RT700_ET_INCLUDE)/executorch/runtime/core/portable_type/c10 \
   $(RT700_CHECK_EXTRA_FLAGS)
 RT700_CHECK_CXXFLAGS = -std=c++17 -fno-exceptions -fno-rtti $(RT700_CHECK_COMMON)
 RT700_CHECK_CFLAGS = -std=c11 $(RT700_CHECK_COMMON)
-RT700_CHECK_CXX_SRCS := $(wildcard $(RT700_DIR)/src/*.cpp)
-RT700_CHECK_C_SRCS := $(wildcard $(RT700_DIR)/src/*.c) $(wildcard $(RT700_COMMON)/*.c)
+RT700_CHECK_CXX_SRCS := $(wildcard $(RT700_APP)/*.cpp)
+RT700_CHECK_C_SRCS := $(wildcard $(RT700_DIR)/src/*.c) $(wildcard $(RT700_APP)/*.c) $(wildcard $(RT700_COMMON)/*.c)
 RT700_CHECK_OBJS = $(addprefix $(RT700_CHECK_DIR)/,$(notdir $(RT700_CHECK_CXX_SRCS:.cpp=.o) $(RT700_CHECK_C_SRCS:.c=.o)))
 
 firmware-check: rt700-check-headers $(RT700_CHECK_OBJS)
@@ -76,8 +81,11 @@ rt700-check-headers:
 	  echo "firmware-check: no ExecuTorch headers under '$(RT700_ET_INCLUDE)'; is executorch installed for PYTHON=$(PYTHON)?" >&2; exit 2; }
 	@mkdir -p $(RT700_CHECK_DIR)
 
-$(RT700_CHECK_DIR)/%.o: $(RT700_DIR)/src/%.cpp | rt700-check-headers
+$(RT700_CHECK_DIR)/%.o: $(RT700_APP)/%.cpp | rt700-check-headers
 	$(RT700_ARM_GXX) $(RT700_CHECK_CXXFLAGS) -c $< -o $@
+
+$(RT700_CHECK_DIR)/%.o: $(RT700_APP)/%.c | rt700-check-headers
+	$(RT700_ARM_GCC) $(RT700_CHECK_CFLAGS) -c $< -o $@
 
 $(RT700_CHECK_DIR)/%.o: $(RT700_DIR)/src/%.c | rt700-check-headers
 	$(RT700_ARM_GCC) $(RT700_CHECK_CFLAGS) -c $< -o $@

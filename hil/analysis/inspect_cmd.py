@@ -43,7 +43,13 @@ def bare_time_scale(args: argparse.Namespace, etrecord: Any) -> tuple[TimeScale,
     if args.board_config is not None:
         cfg = load_board_config(path=args.board_config)
         npu = cfg.get("simulation.npu_clock_mhz")  # only the simulated board's file names an NPU clock
-        return board_time_scale(cfg.kind, cfg.clock_mhz, neutron=has_neutron_delegate(etrecord), npu_clock_mhz=npu), cfg.name
+        neutron = has_neutron_delegate(etrecord)
+        if cfg.kind == "qemu":
+            from hil.firmware.qemu_firmware import runtime_time_scale, would_run_runtime
+
+            if would_run_runtime(cfg):  # what `hil run` on this board file runs now
+                return runtime_time_scale(cfg), cfg.name
+        return board_time_scale(cfg.kind, cfg.clock_mhz, neutron=neutron, npu_clock_mhz=npu), cfg.name
     if args.ns:
         return TimeScale.nanoseconds(), "unknown"
     return TimeScale.raw_ticks(), "unknown"
@@ -75,14 +81,24 @@ def inspect_run(folder: Path) -> dict[str, Any]:
     profile = build_profile(
         folder / "trace.etdump", folder / "etrecord.bin",
         board=str(manifest.get("board")), model=_model_name(manifest),
-        simulated=manifest.get("board") != "rt700" if "board" in manifest else (folder / "simulation.json").is_file(),
+        simulated=_simulated(folder, manifest),
         time_scale=_run_scale(folder, manifest), console=console,
         pte_path=folder / "model.pte" if (folder / "model.pte").is_file() else None,
     )
     profile["delegate"] = manifest.get("delegate")
+    profile.update(manifest.get("annotations") or {})  # what the run said beside the dump (what ran on QEMU)
     if manifest.get("warmup"):
         profile = drop_warmup(profile, int(manifest["warmup"]))
     return profile
+
+
+def _simulated(folder: Path, manifest: dict[str, Any]) -> bool:
+    """As the run recorded it; runs from before that record: any board but the RT700 was simulated."""
+    if isinstance(manifest.get("simulated"), bool):
+        return bool(manifest["simulated"])
+    if "board" in manifest:
+        return manifest.get("board") != "rt700"
+    return (folder / "simulation.json").is_file()
 
 
 def _model_name(manifest: dict[str, Any]) -> str:

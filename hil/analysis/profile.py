@@ -102,6 +102,7 @@ def build_profile(
     exact = [row.to_json(exact=True) for row in rows]  # what totals are summed from
     warnings = inspected.warnings + [w for row in rows for w in row.warnings]
     warnings += check_events(events, etdump_path, etrecord_path)
+    refuse_timeless(events, etdump_path)
     main = main_method(events)
     mine = method_events(exact, main)
     iterations = iterations_of(mine)
@@ -128,6 +129,21 @@ def build_profile(
         "warnings": warnings,
         "notes": _notes(events),
     }
+
+
+def refuse_timeless(events: list[dict[str, Any]], etdump_path: Path) -> None:
+    """A dump whose every event lasts 0 ticks says nothing about time: refuse it, naming the likely cause.
+
+    The timer behind the firmware's PAL never ticked: a board without the counter the PAL reads (QEMU
+    models no DWT cycle counter, so an RT700 PAL there stamps every event 0), a counter never
+    enabled, or a PAL left at ExecuTorch's default, which returns constant timestamps.
+    """
+    timed = [t for e in events for t in e.get("times_us") or []]
+    if timed and not any(timed):
+        raise AnalysisError(
+            f"{etdump_path}: all {len(timed)} event times are 0: the firmware's tick counter never ticked "
+            "(et_pal_current_ticks() returns constant values: a counter the board does not have or never started, "
+            "such as the DWT cycle counter on QEMU, or ExecuTorch's default PAL); no timing can be read from it")
 
 
 def _resolve_scale(time_scale: TimeScale | None, ticks: float | None, npu_ticks: float | None) -> TimeScale:

@@ -12,7 +12,7 @@ from typing import Any
 
 from hil.analysis.totals import main_method
 
-_COLUMNS = (("event", 30), ("kind", 15), ("op types", 31), ("p50 {unit}", 11), ("share", 7))
+_COLUMNS = (("event", 30), ("kind", 15), ("op types", 29), ("p50 {unit}", 13), ("share", 7))
 _TOTAL_LABELS = (
     ("method_execute", "Method::execute"),
     ("npu_kernels", "NPU kernels"),
@@ -55,6 +55,18 @@ def _method_p50(events: list[dict[str, Any]], method: str) -> float:
                  if e.get("kind") == "method" and e.get("method", "forward") == method), 0.0)
 
 
+def _firmware(profile: dict[str, Any]) -> str:
+    """What ran on a QEMU board, and what its numbers are: the header must not let a reader guess."""
+    base = profile.get("time_base") or {}
+    if profile.get("firmware") == "runtime":
+        rate = base.get("instructions_per_us")
+        what = f"1 us = {rate:g} emulated instructions" if rate else "emulated time"
+        return f" [runtime firmware on the emulated Cortex-M33; {what}]"
+    if profile.get("firmware") == "replay":
+        return " [replayed ETDump]"
+    return ""
+
+
 def format_table(profile: dict[str, Any]) -> str:
     """Render events (name, kind, op types, p50, share of Method::execute), then the totals."""
     totals = profile.get("totals_us", {})
@@ -64,8 +76,8 @@ def format_table(profile: dict[str, Any]) -> str:
     events = profile.get("events", [])
     several = len({e.get("method", "forward") for e in events}) > 1
     lines = [
-        f"{profile.get('model')} on {profile.get('board')}{sim}: {profile.get('iterations')} iteration(s), "
-        f"times in {unit}",
+        f"{profile.get('model')} on {profile.get('board')}{sim}{_firmware(profile)}: {profile.get('iterations')} "
+        f"iteration(s), times in {unit}",
         _row([name.format(unit=unit) for name, _ in _COLUMNS]),
         _row(["-" * (w - 1) for _, w in _COLUMNS]),
     ]
@@ -94,8 +106,10 @@ def format_table(profile: dict[str, Any]) -> str:
     lines.append("CPU fallback ops: " + (", ".join(_short_op(t) for t in fallback) or "none"))
     console = profile.get("console") or {}
     if console.get("inference_times_us"):
-        times = ", ".join(f"{t:g}" for t in console["inference_times_us"])
+        times = ", ".join(f"{t:.0f}" if float(t).is_integer() else f"{t:g}" for t in console["inference_times_us"])
         lines.append(f"console inference time: {times} us")
+    if profile.get("delegated_outputs"):
+        lines.append(f"note: {profile['delegated_outputs']}")
     for label, key in (("note", "notes"), ("warning", "warnings")):
         for text in profile.get(key, []):
             lines += textwrap.wrap(f"{label}: {text}", 100, subsequent_indent="  ")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
-from hil.errors import TargetError, TargetFault, TimeoutExpired
+from hil.errors import BoardConfigError, TargetError, TargetFault, TimeoutExpired
 from hil.road.capture import RunContext, raise_if_fault, read_out_etdump
 from hil.road.forensics import FaultWatch
 from hil.road.gdbmi import GdbMiSession
@@ -75,6 +75,7 @@ class QemuBoard:
                     self.cfg.get("qemu.cpu"),
                     self.qemu_log,
                     serial_pty=bool(self.cfg.get("qemu.serial_pty")),
+                    icount_shift=icount_shift(self.cfg),
                 ).launch()
                 # gdb loads the ELF while QEMU boots: the two starts overlap (~0.3 s each).
                 self._gdb = GdbMiSession(self.cfg.gdb, image, self.mi_log)
@@ -264,6 +265,17 @@ class QemuBoard:
         widened = type(exc)(f"{exc}{note}")
         widened.__dict__.update(exc.__dict__)  # a fault's report travels on
         return widened
+
+
+def icount_shift(cfg: BoardConfig) -> int | None:
+    """`[qemu].icount_shift`: instruction counting with 2^N ns per instruction (None: QEMU's real-time clock)."""
+    value = cfg.get("qemu.icount_shift")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10:
+        raise BoardConfigError(f"board '{cfg.name}' ({cfg.source}): qemu.icount_shift must be a whole number "
+                               f"from 0 to 10 (2^N ns of virtual time per instruction), not {value!r}")
+    return value
 
 
 def _left(deadline: float) -> float:

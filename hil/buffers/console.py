@@ -8,6 +8,7 @@ only the target knows where the buffer ended up.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -60,5 +61,6 @@ def render_console(script: ConsoleScript) -> list[str]:
         f"Model Size: 0x{script.model_size:x} ({script.model_size} B)",
         "1 outputs:",
     ]
-    lines += [f"     Inference time: {round(t)} us" for t in script.inference_times_us]
+    # Half up, as the firmware rounds (firmware/app/main.cpp), not to even as round() would.
+    lines += [f"     Inference time: {math.floor(t + 0.5)} us" for t in script.inference_times_us]
     return lines

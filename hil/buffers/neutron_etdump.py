@@ -43,7 +43,7 @@ from executorch.exir._serialize._program import deserialize_pte_binary
 
 from hil.aot.neutron_sim import BACKEND_ID, payload_of
 from hil.buffers import cost_model as cm
-from hil.buffers.neutron_records import KernelSlot, U32_MASK, events_from_records, layout_delegate_call
+from hil.buffers.neutron_records import KernelSlot, ProfileRecord, U32_MASK, events_from_records, layout_delegate_call
 from hil.errors import AnalysisError, ModelError
 
 SIMULATION_FORMAT = "et-hil/neutron-sim-simulation/1"
@@ -69,7 +69,7 @@ def _cpu_op_size(plan: schema.ExecutionPlan, call: schema.KernelCall, base: str)
     return cm.OpSize(elements=max([out] + [_numel(t) for t in tensors[:1]]))
 
 
-def _load_plan(pte: Path | str | bytes) -> tuple[schema.Program, schema.ExecutionPlan, str]:
+def load_plan(pte: Path | str | bytes) -> tuple[schema.Program, schema.ExecutionPlan, str]:
     """The 'forward' plan of a .pte (segments are folded back in by deserialize_pte_binary)."""
     where = "<bytes>" if isinstance(pte, bytes) else str(pte)
     try:
@@ -82,7 +82,7 @@ def _load_plan(pte: Path | str | bytes) -> tuple[schema.Program, schema.Executio
     return program, plan, where
 
 
-def _steps(program: schema.Program, plan: schema.ExecutionPlan, where: str) -> list[dict]:
+def program_steps(program: schema.Program, plan: schema.ExecutionPlan, where: str) -> list[dict]:
     """One entry per profiled instruction: CPU op (name, size) or Neutron delegate (payload kernels)."""
     steps: list[dict] = []
     for chain_index, chain in enumerate(plan.chains):
@@ -159,14 +159,9 @@ class _Timeline:
         loc = {"chain": step["chain"], "instr": step["instruction_id"]}
         call_start = self.t
         pal_before = call_start + self.model.fixed(cm.CPU_DELEGATE_ENTER_CYCLES)
-        slots = [KernelSlot(k["function_code"], self.model.npu_compute(_size(k)), self.model.npu_fetch(_size(k)))
-                 for k in step["kernels"]]
         pal_launch = pal_before + self.model.fixed(cm.CPU_DRIVER_LAUNCH_CYCLES)
         npu_launch = round(pal_launch * self.npu_per_pal)  # the NPU timer runs in step with the PAL counter
-        records, last_stop = layout_delegate_call(
-            slots, npu_launch,
-            setup_ticks=self.model.fixed(cm.NPU_GRAPH_SETUP_CYCLES), sync_ticks=self.model.fixed(cm.NPU_SYNC_CYCLES),
-            gap_ticks=cm.NPU_RECORD_GAP_CYCLES)
+        slots, records, last_stop = delegate_layout(step["kernels"], self.model, npu_launch)
         npu_run_in_pal = math.ceil((last_stop - npu_launch) / self.npu_per_pal)
         pal_after = pal_launch + npu_run_in_pal + self.model.fixed(cm.NPU_DUMP_CYCLES_PER_RECORD * len(records))
         self.t = pal_after + self.model.fixed(cm.CPU_DELEGATE_EXIT_CYCLES)
@@ -193,6 +188,18 @@ class _Timeline:
         duration = self.t - method_start
         self.t += cm.CPU_ITERATION_GAP_CYCLES
         return fb.RunData(name="Execute", bundled_input_index=-1, allocators=None, events=events), duration
+
+
+def delegate_layout(kernels: list[dict], model: cm.CostModel, npu_launch: int
+                    ) -> tuple[list[KernelSlot], list[ProfileRecord], int]:
+    """One delegate call's kernels as the cost model times them, and the profile records they write from
+    Neutron time `npu_launch` on: the replay's synthesis and the runtime image's simulated backend
+    (hil.firmware.sim_neutron_table) lay a call out with this one rule. Returns the last record's stop."""
+    slots = [KernelSlot(k["function_code"], model.npu_compute(_size(k)), model.npu_fetch(_size(k))) for k in kernels]
+    records, last_stop = layout_delegate_call(
+        slots, npu_launch, setup_ticks=model.fixed(cm.NPU_GRAPH_SETUP_CYCLES), sync_ticks=model.fixed(cm.NPU_SYNC_CYCLES),
+        gap_ticks=cm.NPU_RECORD_GAP_CYCLES)
+    return slots, records, last_stop
 
 
 def _size(kernel: dict) -> cm.OpSize:
@@ -251,8 +258,8 @@ def synthesize_neutron_etdump(
     """
     if iterations < 1:
         raise ValueError(f"iterations must be >= 1, got {iterations}")
-    program, plan, where = _load_plan(pte)
-    steps = _steps(program, plan, where)
+    program, plan, where = load_plan(pte)
+    steps = program_steps(program, plan, where)
     if etrecord is not None:
         _check_etrecord(etrecord, steps, where)
     model = cm.CostModel(seed=seed, jitter=jitter)

@@ -27,7 +27,7 @@ from hil.paths import FIRMWARE_DIR, cache_dir
 FIRMWARE_SOURCE_DIR = FIRMWARE_DIR / "qemu"
 # The ETDump handshake (result global + breakpoint function) is shared with the RT700 firmware.
 COMMON_SOURCE_DIR = FIRMWARE_DIR / "common"
-SOURCES = ("startup.c", "uart.c", "semihost.c", "main.c")
+SOURCES = ("startup.c", "uart.c", "semihost.c", "freestanding.c", "main.c")
 COMMON_SOURCES = ("hil_result.c", "hil_crc32.c")
 LINKER_SCRIPT = "link.ld"
 ELF_NAME = "firmware.elf"

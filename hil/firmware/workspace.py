@@ -41,6 +41,7 @@ from hil.paths import cache_dir
 
 DEFAULT_BASE = "https://github.com"
 FETCH_TIMEOUT_S = 1800.0  # talking to a server: a cold ExecuTorch fetch over a slow link
+PROBE_TIMEOUT_S = 15.0  # `--optional`: how long the public host may take to say it is there
 STAMP = "hil-pin.json"  # in each checkout's .git: the pin it was checked out for
 ENV_FILE = "workspace.env"
 SUMMARY_FILE = "workspace.json"
@@ -344,8 +345,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="check out each pin's bench_commit (the exact upstream release) where it has one")
     parser.add_argument("--fetch-timeout", type=float, default=FETCH_TIMEOUT_S, metavar="S",
                         help=f"seconds one git fetch or ls-remote may take (default {FETCH_TIMEOUT_S:g})")
+    parser.add_argument("--optional", action="store_true",
+                        help="for `make demo` / `make test`: without HIL_GIT_BASE, a public host that does not answer "
+                        "within --probe-timeout (or any failure) is one line and exit 0, not an error")
+    parser.add_argument("--probe-timeout", type=float, default=PROBE_TIMEOUT_S, metavar="S",
+                        help=f"with --optional: seconds the first repository may take to answer (default {PROBE_TIMEOUT_S:g})")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
     args = parser.parse_args(argv)
+    if args.optional and not (args.git_base or os.environ.get("HIL_GIT_BASE")):
+        return _assemble_if_reachable(args)
     say: Say = (lambda _line: None) if args.quiet else print
 
     base = args.git_base or os.environ.get("HIL_GIT_BASE") or DEFAULT_BASE
@@ -376,6 +384,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, path in pins.variables(dest):
         say(f"{name}={path}")
     say(f"(also in {dest / ENV_FILE}, for a shell's `.` or a Makefile's `include`)")
+    return 0
+
+
+def _assemble_if_reachable(args: argparse.Namespace) -> int:
+    """`--optional` without a git base of the user's: the public host if it answers, else one line.
+
+    A finished workspace is only re-checked (no network); an unfinished one is fetched only after
+    the first repository answered within --probe-timeout, so a machine without the network never
+    waits on it. What is missing then is said once, with the fix; the QEMU board replays meanwhile.
+    """
+    dest = (args.dest.expanduser() if args.dest else default_dest()).absolute()
+    argv = ["--pins", str(args.pins), "--dest", str(dest), "--fetch-timeout", str(args.fetch_timeout)]
+    argv += ["-q"] if args.quiet else []
+    why = ""
+    try:
+        if not (dest / ENV_FILE).is_file():
+            find_url(DEFAULT_BASE, load_pins(args.pins).pins[0].repo, args.probe_timeout)
+    except (WorkspaceError, GitTimeout, PinsError, OSError) as exc:
+        why = str(exc)
+    if not why and main(argv) == 0:
+        return 0
+    print(f"et-hil: the pinned firmware sources could not be had from {DEFAULT_BASE} ({why or 'see above'}); the QEMU "
+          "board replays ETDumps instead of running the firmware. Fix: `HIL_GIT_BASE=<mirror of owner/name "
+          "repositories> make rt700-sdk` (or network access to it)", file=sys.stderr)
     return 0
 
 

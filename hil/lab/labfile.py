@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hil import log
 from hil.errors import BoardConfigError, TimeoutExpired
 from hil.probe.lock import ProbeLock
 
@@ -116,7 +117,7 @@ def worker_index(worker_id: str | None) -> int:
 
 @contextmanager
 def claim_board(lab: Lab, board: str, *, tags: frozenset[str] = frozenset(), start: int = 0,
-                timeout: float = 600.0, report: Callable[[str], None] = print) -> Iterator[LabBoard]:
+                timeout: float = 600.0, report: Callable[[str], None] = log.warning) -> Iterator[LabBoard]:
     """Hold one free entry of `lab` for `board` for the duration of the block (see the module docstring)."""
     candidates = lab.candidates(board, tags)
     if not candidates:
@@ -143,7 +144,7 @@ def claim_board(lab: Lab, board: str, *, tags: frozenset[str] = frozenset(), sta
             raise TimeoutExpired(f"lab file {lab.source}: all {len(order)} '{board}' boards stayed busy for "
                                  f"{waited:.0f} s ({', '.join(b.name for b in order)})")
         if not announced:
-            report(f"[hil] all {len(order)} '{board}' boards of {lab.source} are busy "
+            report(f"all {len(order)} '{board}' boards of {lab.source} are busy "
                    f"({', '.join(b.name for b in order)}); waiting up to {timeout:g} s")
             announced = True
         time.sleep(POLL_S)

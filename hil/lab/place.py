@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hil import log
 from hil.errors import TimeoutExpired
 from hil.lab.labgrid_cli import LabError, LabgridClient, PlaceState, holder_pid
 
@@ -116,7 +117,7 @@ class PlaceHold:
         self.place = place
         self.coordinator = coordinator
         self.timeout = timeout
-        self.report = report or (lambda line: LOG.warning("%s", line))
+        self.report = report or log.warning
         self.client = client or LabgridClient(coordinator)
         self.token: str | None = None
         self.acquired = False
@@ -158,7 +159,7 @@ class PlaceHold:
                 raise LabError(f"place {self.place}: reservation {self.token} became {state}")
             holder = self.client.show(self.place).acquired
             if holder is not None and holder != reported:
-                self.report(f"[hil] place {self.place} is held by {holder}; waiting up to {self.timeout:g} s")
+                self.report(f"place {self.place} is held by {holder}; waiting up to {self.timeout:g} s")
                 reported = holder
             if self._take_back_from_dead(holder):
                 took_over = holder
@@ -178,7 +179,7 @@ class PlaceHold:
         for res in self.client.reservations():
             if res.owner == holder:
                 self.client.cancel(res.token)
-        self.report(f"[hil] place {self.place}: its holder {holder} is dead (pid {pid} is gone); released it")
+        self.report(f"place {self.place}: its holder {holder} is dead (pid {pid} is gone); released it")
         return True
 
     def release(self) -> None:

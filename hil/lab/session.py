@@ -10,13 +10,13 @@ ends, however it ends.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hil import log
 from hil.config import BoardConfig
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"  # labgrid's own default
@@ -53,10 +53,6 @@ LAB_OPTIONS: tuple[tuple[str, str, Any, str, str], ...] = (
 )
 
 
-def _report(line: str) -> None:
-    print(line, file=sys.__stderr__, flush=True)
-
-
 @contextmanager
 def held_board(cfg: BoardConfig, options: LabOptions) -> Iterator[BoardConfig]:
     """`cfg` with a lab board claimed and its place held for the duration of the block (module docstring)."""
@@ -69,7 +65,7 @@ def held_board(cfg: BoardConfig, options: LabOptions) -> Iterator[BoardConfig]:
             lab = load_lab(options.lab)
             entry = stack.enter_context(claim_board(
                 lab, cfg.name, tags=frozenset(options.lab_tags), start=worker_index(options.worker),
-                timeout=timeout, report=_report))
+                timeout=timeout, report=log.warning))
             cfg = cfg.with_overrides(entry.overrides())
             coordinator = coordinator or lab.coordinator
         place = options.place or cfg.get("place.name")
@@ -78,6 +74,6 @@ def held_board(cfg: BoardConfig, options: LabOptions) -> Iterator[BoardConfig]:
 
             coordinator = (coordinator or cfg.get("place.coordinator") or os.environ.get("LG_COORDINATOR")
                            or DEFAULT_COORDINATOR)
-            lease = stack.enter_context(PlaceHold(str(place), str(coordinator), timeout=timeout, report=_report))
+            lease = stack.enter_context(PlaceHold(str(place), str(coordinator), timeout=timeout, report=log.warning))
             cfg = cfg.with_overrides(lease.overrides())
         yield cfg

@@ -21,12 +21,13 @@ import pytest
 from hil import atomic
 from hil.errors import HilError
 from hil.paths import BUDGETS_DIR
-from hil.plugin import RUN_FOLDERS
+from hil.plugin import RUN_FOLDERS, uses_et_hil
 from hil.regress.budgets import Budget, budget_from_mapping, check_budget, format_violations
-from hil.regress.compare import DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
+from hil.regress.compare import DEFAULT_NOISE_K, parse_tolerance
 from hil.regress.judge import JudgeOptions, Verdict, judge_run
 from hil.regress.stats import drop_warmup
 from hil.report.figures import openmetrics_text
+from hil.settings import option_help
 
 _METRICS = pytest.StashKey[list]()
 # Key figures go to JUnit as suite properties: xunit2, pytest's default JUnit family, allows no
@@ -37,13 +38,15 @@ _START_SLACK_S = 1.0
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hil-regress", "et-hil nightly regression")
-    group.addoption("--hil-warmup", type=int, default=0, metavar="W", help="iterations dropped before statistics (warm-up)")
-    group.addoption("--hil-baseline", type=Path, default=None, metavar="PATH", help="baseline folder (<model>.json each) or file")
+    # --hil-warmup, --hil-baseline, --hil-history and --hil-tolerance may come from the environment or the
+    # ini file too: no defaults here (hil.settings).
+    group.addoption("--hil-warmup", type=int, metavar="W", help=option_help("hil_warmup", "iterations dropped before statistics (warm-up; default 0)"))
+    group.addoption("--hil-baseline", type=Path, metavar="PATH", help=option_help("hil_baseline", "baseline folder (<model>.json each) or file"))
     group.addoption("--hil-baseline-update", action="store_true", help="write this session's runs as the baselines")
-    group.addoption("--hil-tolerance", type=parse_tolerance, default=DEFAULT_TOLERANCE, metavar="T", help="relative slowdown allowed (default 5%%)")
+    group.addoption("--hil-tolerance", type=parse_tolerance, metavar="T", help=option_help("hil_tolerance", "relative slowdown allowed (default 5%%)"))
     group.addoption("--hil-noise-k", type=float, default=DEFAULT_NOISE_K, metavar="K", help="sigmas of run noise a slowdown must exceed")
     group.addoption("--hil-min-delta-us", type=float, default=0.0, metavar="US", help="absolute change (us) below which nothing regresses")
-    group.addoption("--hil-history", type=Path, default=None, metavar="DB", help="SQLite database every run is appended to")
+    group.addoption("--hil-history", type=Path, metavar="DB", help=option_help("hil_history", "SQLite database every run is appended to"))
     group.addoption("--hil-budgets", type=Path, default=None, metavar="PATH", help="budgets file or folder (default: budgets/<board>.toml)")
     group.addoption("--hil-openmetrics", type=Path, default=None, metavar="FILE", help="write key figures as OpenMetrics text here")
     group.addoption("--hil-confirm", type=int, default=0, metavar="N",
@@ -158,9 +161,11 @@ def _publish(item: pytest.Item, report: pytest.TestReport, verdicts: list[Verdic
 
 
 @pytest.fixture(autouse=True)
-def _hil_suite_property(request: pytest.FixtureRequest, record_testsuite_property: Callable[[str, object], None]) -> None:
-    """Hand the makereport hook pytest's public way to write suite properties (a no-op without --junitxml)."""
-    request.node.stash[SUITE_PROPERTY] = record_testsuite_property
+def _hil_suite_property(request: pytest.FixtureRequest) -> None:
+    """Hand the makereport hook pytest's public way to write suite properties (a no-op without --junitxml),
+    for et-hil tests only (hil.plugin.uses_et_hil): another test's fixtures stay as they were."""
+    if uses_et_hil(request.node):
+        request.node.stash[SUITE_PROPERTY] = request.getfixturevalue("record_testsuite_property")
 
 
 def _suite_properties(item: pytest.Item, props: list[tuple[str, str]]) -> None:

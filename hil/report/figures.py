@@ -65,19 +65,31 @@ def _labels(labels: dict[str, Any]) -> str:
     return "{" + ",".join(f'{k}="{_label_value(v)}"' for k, v in labels.items()) + "}"
 
 
+# OpenMetrics wants base units: times are exported in seconds (the profile's microseconds / 1e6), and each
+# family with a unit names it in a `# UNIT` line and as its name's suffix.
+US_PER_S = 1e6
 _GAUGES = (
-    ("hil_latency_microseconds", "Method::execute p50 per inference", lambda f: f["total_us"]),
-    ("hil_npu_fraction", "NPU kernel time over Method::execute", lambda f: f["npu_fraction"]),
-    ("hil_npu_kernels_microseconds", "NPU kernel time per inference (p50)", lambda f: f["npu_kernels_us"]),
-    ("hil_cpu_ops_microseconds", "CPU operator time per inference (p50)", lambda f: f["cpu_ops_us"]),
+    ("hil_latency_seconds", "seconds", "Method::execute p50 per inference", lambda f: _seconds(f["total_us"])),
+    ("hil_npu_fraction", "", "NPU kernel time over Method::execute", lambda f: f["npu_fraction"]),
+    ("hil_npu_kernels_seconds", "seconds", "NPU kernel time per inference (p50)", lambda f: _seconds(f["npu_kernels_us"])),
+    ("hil_cpu_ops_seconds", "seconds", "CPU operator time per inference (p50)", lambda f: _seconds(f["cpu_ops_us"])),
 )
+EVENT_METRIC = "hil_event_p50_seconds"
+
+
+def _seconds(us: Any) -> float | None:
+    return None if us is None else float(us) / US_PER_S
+
+
+def _metadata(metric: str, unit: str, help_text: str) -> list[str]:
+    return [f"# TYPE {metric} gauge", *([f"# UNIT {metric} {unit}"] if unit else []), f"# HELP {metric} {help_text}"]
 
 
 def openmetrics_text(runs: Iterable[tuple[dict[str, Any], dict[str, Any]]]) -> str:
     """OpenMetrics exposition for (profile, extra labels) pairs; ends with `# EOF` as the format requires."""
     runs = list(runs)
     lines: list[str] = []
-    for metric, help_text, pick in _GAUGES:
+    for metric, unit, help_text, pick in _GAUGES:
         samples = []
         for profile, extra in runs:
             value = pick(key_figures(profile))
@@ -85,17 +97,17 @@ def openmetrics_text(runs: Iterable[tuple[dict[str, Any], dict[str, Any]]]) -> s
                 labels = {"model": profile.get("model"), "board": profile.get("board"), **extra}
                 samples.append(f"{metric}{_labels(labels)} {float(value):.6g}")
         if samples:
-            lines += [f"# TYPE {metric} gauge", f"# HELP {metric} {help_text}", *samples]
+            lines += [*_metadata(metric, unit, help_text), *samples]
     event_samples = []
     for profile, extra in runs:
         for event in profile.get("events", []):
             if event.get("kind") in ("npu_kernel", "cpu_op"):
                 labels = {"model": profile.get("model"), "board": profile.get("board"), **extra, "kind": event.get("kind"),
                           "event": event.get("name"), "op_types": op_types_text(event)}
-                event_samples.append(f"hil_event_p50_microseconds{_labels(labels)} {event_spread(event)[0]:.6g}")
+                seconds = event_spread(event)[0] / US_PER_S
+                event_samples.append(f"{EVENT_METRIC}{_labels(labels)} {seconds:.6g}")
     if event_samples:
-        lines += ["# TYPE hil_event_p50_microseconds gauge", "# HELP hil_event_p50_microseconds p50 of one event",
-                  *_dedupe(event_samples)]
+        lines += [*_metadata(EVENT_METRIC, "seconds", "p50 of one event"), *_dedupe(event_samples)]
     return "\n".join(lines + ["# EOF"]) + "\n"
 
 

@@ -30,9 +30,10 @@ class QemuProcess:
     """One QEMU system emulator, halted, with its GDB stub on `gdb_port` and UART0 on `serial_port`."""
 
     def __init__(self, executable: str, machine: str, cpu: str | None, log_path: Path,
-                 *, serial_pty: bool = False) -> None:
+                 *, serial_pty: bool = False, icount_shift: int | None = None) -> None:
         self.executable = executable
         self.serial_pty = serial_pty
+        self.icount_shift = icount_shift
         self.machine = machine
         self.cpu = cpu
         self.log_path = Path(log_path)
@@ -52,6 +53,11 @@ class QemuProcess:
         ]
         if self.cpu:
             argv[3:3] = ["-cpu", self.cpu]
+        if self.icount_shift is not None:
+            # Virtual time from the instruction count alone: every instruction is 2^shift ns, the
+            # host's speed and load never reach the guest's timers (sleep=off: no idle jumps), so
+            # two runs of one program read the same timer values.
+            argv[-1:-1] = ["-icount", f"shift={self.icount_shift},sleep=off"]
         return argv
 
     def start(self, timeout: float = START_TIMEOUT_S) -> "QemuProcess":

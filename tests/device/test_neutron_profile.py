@@ -84,8 +84,9 @@ def test_recovered_kernel_times_equal_the_simulation_at_the_npu_clock(npu_run, h
     for event, (instruction_id, index, ticks) in zip(kernels, expected):
         assert (event["instruction_id"], event["delegate_debug_id"]) == (instruction_id, index)
         assert event["times_us"] == [round(t / simulation["npu_clock_mhz"], 3) for t in ticks], event["name"]
-    (method,) = kinds(npu_run.profile, "method")
-    assert method["times_us"] == [round(t / simulation["clock_mhz"], 3) for t in simulation["method_execute_ticks"]]
+    if "method_execute_ticks" in simulation:  # the replay simulates the CPU too; the runtime image measures it
+        (method,) = kinds(npu_run.profile, "method")
+        assert method["times_us"] == [round(t / simulation["clock_mhz"], 3) for t in simulation["method_execute_ticks"]]
 
 
 def _median(values):
@@ -96,6 +97,8 @@ def _median(values):
 
 def test_totals_match_the_simulations_ground_truth(npu_run, hil_board_config):
     simulation = _simulation(npu_run, hil_board_config)
+    if "cpu_ops" not in simulation:
+        pytest.skip("on the runtime image the CPU part is measured, not simulated: no CPU truth to compare totals with")
     cpu, npu = simulation["clock_mhz"], simulation["npu_clock_mhz"]
     runs = len(simulation["method_execute_ticks"])
     kernels = [sum(k["ticks"][i] for d in simulation["delegates"] for k in d["kernels"]) / npu for i in range(runs)]

@@ -52,3 +52,19 @@ def test_flash_configure_run_read_and_profile_a_user_image(hil_board, user_image
 def test_before_flash_every_step_says_so(hil_board):
     with pytest.raises(TargetError, match=r"call flash\(elf\) first"):
         hil_board.run_to()
+
+
+def test_the_consoles_default_timeout_comes_from_the_board_file(user_image, hil_board_config, tmp_path):
+    if hil_board_config.kind != "qemu":
+        pytest.skip("the replay image runs on the QEMU board only")
+    from hil.board_session import BoardSession
+
+    session = BoardSession(hil_board_config.with_overrides({"serial.expect_timeout_s": 7.5}), tmp_path)
+    try:
+        session.flash(user_image[2])
+        assert session.console.default_timeout == 7.5
+        with pytest.raises(TargetError, match=r"not seen within 0\.2 s") as caught:
+            session.console.expect_exact("no such line", timeout=0.2)
+        assert f"(log {tmp_path / 'serial.log'})" in str(caught.value)
+    finally:
+        session.close()

@@ -17,10 +17,23 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+
+def replay_board(folder: Path) -> Path:
+    """boards/qemu.toml asking for the replay image: these runs check the replay's arithmetic against its
+    simulation.json and the host runtime's nanoseconds (the runtime image's `hil inspect` round trip is in
+    test_qemu_runtime.py)."""
+    text = (REPO / "boards" / "qemu.toml").read_text()
+    assert 'firmware = "auto"' in text
+    path = folder / "qemu.toml"
+    path.write_text(text.replace('firmware = "auto"', 'firmware = "replay"'))
+    return path
+
+
+
 def _run(out: Path, *extra: str) -> Path:
     done = subprocess.run(
-        [sys.executable, "-m", "hil.cli", "run", "--board", "qemu", "--model", "cifar10", "--out", str(out),
-         "--iterations", "5", *extra],
+        [sys.executable, "-m", "hil.cli", "run", "--board-config", str(replay_board(out.parent)), "--model", "cifar10",
+         "--out", str(out), "--iterations", "5", *extra],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr
@@ -84,7 +97,7 @@ def test_bare_files_without_a_clock_are_reported_in_ticks(neutron_run, run_cli, 
 
 
 def test_a_board_file_gives_cpu_and_npu_their_own_clocks(neutron_run, run_cli, tmp_path):
-    done = run_cli("inspect", *_bare(neutron_run, tmp_path), "--board-config", "boards/qemu.toml", "--json")
+    done = run_cli("inspect", *_bare(neutron_run, tmp_path), "--board-config", str(replay_board(tmp_path)), "--json")
     assert done.returncode == 0, done.stderr
     profile = json.loads(done.stdout)
     simulation = json.loads((neutron_run / "simulation.json").read_text())
@@ -95,7 +108,7 @@ def test_a_board_file_gives_cpu_and_npu_their_own_clocks(neutron_run, run_cli, t
 
 
 def test_a_board_files_clock_never_applies_to_the_host_runtimes_nanoseconds(cpu_run, run_cli, tmp_path):
-    done = run_cli("inspect", *_bare(cpu_run, tmp_path), "--board-config", "boards/qemu.toml", "--json")
+    done = run_cli("inspect", *_bare(cpu_run, tmp_path), "--board-config", str(replay_board(tmp_path)), "--json")
     assert done.returncode == 0, done.stderr
     (method,) = [e for e in json.loads(done.stdout)["events"] if e["kind"] == "method"]
     assert method["times_us"] == [round(ns / 1000, 3) for ns in _method_durations(cpu_run / "trace.etdump")]

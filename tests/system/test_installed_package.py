@@ -3,11 +3,16 @@
 The wheel is built from a copy of the repository's tracked files (`pip wheel --no-deps
 --no-build-isolation`: offline, a second or two). The fresh environment is a venv without pip
 whose site-packages holds one `.pth` line naming this interpreter's site-packages: the pinned heavy
-dependencies (torch, executorch) are reused, not reinstalled, and nothing is downloaded. A plain
-path line in a `.pth` does not run the other `.pth` files of that folder, so the checkout's
-editable install stays invisible there; the test checks `hil` is imported from the new venv.
-From an unrelated folder it then runs `hil run --board qemu` and a small user project's
-`pytest --board qemu`, written the way the README shows.
+dependencies (torch, executorch) are reused, not reinstalled. A plain path line in a `.pth` does
+not run the other `.pth` files of that folder, so the checkout's editable install stays invisible
+there; the test checks `hil` is imported from the new venv.
+
+The user's project brings its own pins of dependencies it shares with et-hil (USER_PINS: another
+pytest than constraints.txt's, another hypothesis than the one et-hil used to pin), installed into
+the new venv first from the index pip is configured with (two small wheels); et-hil's wheel goes in
+beside them and `pip check` finds every requirement met. From an unrelated folder it then runs `hil
+run --board qemu` and the user project's `pytest --board qemu`, written the way the README shows,
+under the user's pytest.
 """
 
 from __future__ import annotations
@@ -19,22 +24,34 @@ import sys
 import sysconfig
 import textwrap
 import zipfile
+from email.parser import Parser
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from tiny_models import linear_relu_source
 
 REPO = Path(__file__).resolve().parents[2]
 DATA_FOLDERS = ("boards", "budgets", "firmware")
+TOP_FILES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "CHANGELOG.md")
+# A user's own pins, each inside et-hil's range and different from constraints.txt.
+USER_PINS = ("pytest==8.4.2", "hypothesis==6.168.3")
 
 USER_TESTS = textwrap.dedent(
     """
     import pytest
 
-    def test_cifar10_is_fast_enough(hil_profile):
-        run = hil_profile("cifar10", delegate="none", iterations=2)
+    def test_cifar10_is_fast_enough(hil_profile, caplog):
+        run = hil_profile("cifar10", delegate="none")
         assert run.profile["totals_us"]["method_execute"] < 2_000_000
+        assert run.profile["iterations"] == 2  # the project's ini file: hil_iterations = "2"
+        steps = [r.getMessage() for r in caplog.records if r.name == "hil"]
+        assert any(m.startswith("export cifar10") for m in steps) and any(m.startswith("analyse") for m in steps)
+
+    @pytest.mark.hil_requires("npu")
+    def test_needs_a_real_npu(hil_profile):
+        raise AssertionError("the QEMU board declares no NPU: this test must be skipped")
 
     @pytest.mark.hil_budget(total_us=5_000_000)
     def test_my_model_within_budget(hil_profile):
@@ -62,6 +79,7 @@ USER_TESTS = textwrap.dedent(
     """
 )
 
+USER_INI = '[tool.pytest.ini_options]\nhil_iterations = "2"\n'
 USER_MODEL = linear_relu_source(inputs=16, outputs=4, name="Small")
 
 
@@ -79,7 +97,7 @@ def wheel(tmp_path_factory) -> Path:
     src = work / "src"
     tracked = _tracked_files()
     for name in tracked:
-        if name.split("/")[0] in ("hil", *DATA_FOLDERS) or name in ("pyproject.toml", "setup.py", "README.md"):
+        if name.split("/")[0] in ("hil", *DATA_FOLDERS) or name in TOP_FILES:
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, src / name)
     done = subprocess.run(
@@ -98,6 +116,12 @@ def venv(wheel, tmp_path_factory) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
     (site,) = root.glob("lib/python*/site-packages")
     (site / "et_hil_base.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # --ignore-installed: the shared folder behind the .pth already has other versions, which stay untouched.
+    pins = subprocess.run(
+        [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", *USER_PINS],
+        capture_output=True, text=True, timeout=300, env=_clean_env(),
+    )
+    assert pins.returncode == 0, pins.stdout + pins.stderr
     done = subprocess.run(
         [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--ignore-installed",
          str(wheel)],
@@ -120,6 +144,32 @@ def test_the_wheel_carries_every_board_budget_and_firmware_file(wheel):
     assert not [n for n in names if "/build/" in n or n.endswith((".o", ".elf"))]
 
 
+def test_the_wheel_metadata_states_licence_python_classifiers_and_changelog(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        (meta_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        meta = Parser().parsestr(archive.read(meta_name).decode())
+        licence = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert licence and archive.read(licence[0]) == (REPO / "LICENSE").read_bytes()
+    assert "hil/py.typed" in names
+    assert meta["License-Expression"] == "BSD-3-Clause"
+    assert meta["Requires-Python"] == ">=3.11"
+    classifiers = meta.get_all("Classifier")
+    assert {"Programming Language :: Python :: 3.11", "Framework :: Pytest", "Typing :: Typed"} <= set(classifiers)
+    assert "# Changelog" in meta.get_payload()
+    runtime = [Requirement(r) for r in meta.get_all("Requires-Dist") if "extra ==" not in r]
+    assert {r.name for r in runtime}.isdisjoint({"hypothesis", "pytest-xdist", "mutmut"}), runtime
+
+
+def test_the_wheel_installs_beside_the_users_own_pins(venv):
+    python = str(venv / "bin" / "python")
+    done = subprocess.run([python, "-m", "pip", "check"], capture_output=True, text=True, timeout=120, env=_clean_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    versions = subprocess.run([python, "-c", "import pytest, hypothesis; print(pytest.__version__, hypothesis.__version__)"],
+                              capture_output=True, text=True, timeout=60, env=_clean_env())
+    assert versions.stdout.split() == [pin.split("==")[1] for pin in USER_PINS], versions.stdout + versions.stderr
+
+
 def test_hil_run_from_an_unrelated_folder(venv, tmp_path):
     where = subprocess.run([str(venv / "bin" / "python"), "-c", "import hil; print(hil.__file__)"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=60, env=_clean_env())
@@ -139,11 +189,12 @@ def test_a_user_project_runs_its_own_tests_with_the_fixtures(venv, tmp_path):
     (project / "tests").mkdir(parents=True)
     (project / "tests" / "test_perf.py").write_text(USER_TESTS)
     (project / "my_model.py").write_text(USER_MODEL)
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--board",
+    (project / "pyproject.toml").write_text(USER_INI)
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--board",
                            "qemu", "tests"], cwd=project, capture_output=True, text=True, timeout=900,
                           env=_clean_env())
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "4 passed" in done.stdout
+    assert "4 passed, 1 skipped" in done.stdout and "lacks npu" in done.stdout
     assert list((project / "hil-artifacts").glob("*/*/profile.json"))
 
 

@@ -119,3 +119,11 @@ def test_pytest_v_shows_the_steps_of_each_test(tmp_path):
                             "--rootdir", str(tmp_path), "test_one.py"], cwd=tmp_path, capture_output=True, text=True,
                            timeout=600)
     assert quiet.returncode == 0 and "[hil]" not in quiet.stdout
+    # Live logging: pytest draws the `hil` records itself (its own format, logger name shown), once each.
+    live = subprocess.run([sys.executable, "-m", "pytest", "-v", "--log-cli-level=INFO", "-p", "no:cacheprovider",
+                           "--board", "qemu", "--rootdir", str(tmp_path), "test_one.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert live.returncode == 0, live.stdout[-3000:]
+    for step in STEPS[1:]:
+        assert re.search(rf"^INFO +hil:.*{re.escape(step)}", live.stdout, re.M), step
+    assert "    [hil] " not in live.stdout  # the plugin's own lines stay out of live logging's way

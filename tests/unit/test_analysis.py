@@ -425,3 +425,26 @@ def test_pte_memory_of_cpu_program(art: dict[str, Any], tmp_path: Path) -> None:
     (tmp_path / "bad.pte").write_bytes(b"\x00" * 64)
     with pytest.raises(AnalysisError, match="bad.pte"):
         pte_memory(tmp_path / "bad.pte")
+
+
+def test_a_dump_whose_timer_never_ticked_is_refused_naming_the_cause(art: dict[str, Any], tmp_path: Path) -> None:
+    """What an RT700 PAL on QEMU writes (no DWT there): every event starts and ends at tick 0."""
+    from executorch.devtools.etdump.schema_flatcc import ETDumpFlatCC, RunData
+    from executorch.devtools.etdump.serialize import serialize_to_etdump_flatcc
+
+    frozen = [_profile_event("native_call_sigmoid.out", 1, 0, 0), _profile_event("OPERATOR_CALL", 1, 0, 0),
+              _profile_event("Method::execute", 0, 0, 0, chain=-1)]
+    runs = [RunData(name="Execute", bundled_input_index=-1, allocators=[], events=frozen) for _ in range(2)]
+    dump = tmp_path / "frozen.etdump"
+    dump.write_bytes(serialize_to_etdump_flatcc(ETDumpFlatCC(version=0, run_data=runs)))
+    with pytest.raises(AnalysisError) as info:
+        build_profile(dump, art["out"] / "npu.etrecord", board="qemu", model="m", simulated=False,
+                      time_scale=TimeScale.core_cycles(20))
+    # The profile's events: the sigmoid kernel (its OPERATOR_CALL is its dispatch) and Method::execute, 2 runs each.
+    assert str(info.value).startswith(f"{dump}: all 4 event times are 0: the firmware's tick counter never ticked")
+    assert "DWT cycle counter on QEMU" in str(info.value)
+    # One event that took time is enough to read the dump: a fast operator may really take 0 ticks.
+    frozen[0] = _profile_event("native_call_sigmoid.out", 1, 0, 3)
+    dump.write_bytes(serialize_to_etdump_flatcc(ETDumpFlatCC(version=0, run_data=runs)))
+    assert build_profile(dump, art["out"] / "npu.etrecord", board="qemu", model="m", simulated=False,
+                         time_scale=TimeScale.core_cycles(20))["iterations"] == 2

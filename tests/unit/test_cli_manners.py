@@ -57,7 +57,8 @@ def test_metavars_read_as_values_and_the_plugin_registers_only_prefixed_options(
     section = section[: section.index("\n\n")]
     options = re.findall(r"^  (--[a-z-]+)", section, re.M)
     assert options and all(o == "--board" or o.startswith("--hil-") for o in options), options
-    assert not re.search(r"HIL_[A-Z_]+", section)  # argparse's default metavar, a dest in capitals
+    assert not re.search(r"=HIL_[A-Z_]+", section)  # argparse's default metavar, a dest in capitals
+    assert "[env HIL_BOARD, ini hil_board]" in section  # where else a value may come from (hil.settings)
 
 
 def test_doctor_json(tmp_path):

@@ -18,6 +18,7 @@ from hil.paths import REPO_ROOT
 
 MK = "firmware/rt700/rt700.mk"
 RT700 = REPO_ROOT / "firmware" / "rt700"
+APP = REPO_ROOT / "firmware" / "app"
 
 
 def _make(*args: str) -> subprocess.CompletedProcess[str]:
@@ -46,7 +47,7 @@ def check_objects(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_every_source_compiles(check_objects: Path) -> None:
-    sources = sorted(p.stem for p in [*RT700.glob("src/*.c*"), *RT700.parent.glob("common/*.c")])
+    sources = sorted(p.stem for p in [*RT700.glob("src/*.c*"), *APP.glob("*.c*"), *RT700.parent.glob("common/*.c")])
     assert sorted(p.stem for p in check_objects.glob("*.o")) == sources
 
 
@@ -56,8 +57,8 @@ def test_result_handshake_symbols(check_objects: Path) -> None:
 
 
 def test_pal_overrides_timestamps(check_objects: Path) -> None:
-    syms = _symbols(check_objects / "pal_rt700.o")
-    assert {"et_pal_current_ticks", "et_pal_ticks_to_ns_multiplier", "et_pal_init"} <= syms["defined"]
+    syms = _symbols(check_objects / "pal.o")
+    assert {"et_pal_current_ticks", "et_pal_ticks_to_ns_multiplier", "et_pal_init", "et_pal_abort"} <= syms["defined"]
     assert {"hil_cycle_counter_read", "hil_core_clock_hz"} <= syms["undefined"]
 
 
@@ -68,6 +69,11 @@ def test_main_uses_the_runtime_with_a_static_etdump(check_objects: Path) -> None
     assert "executorch::runtime::runtime_init()" in needed
     assert {"model_pte", "model_pte_len", "hil_publish_etdump", "hil_board_init"} <= needed
     assert not any(name.startswith("malloc") for name in needed)
+
+
+def test_log_lines_print_sizes_through_the_vsnprintf_wrapper(check_objects: Path) -> None:
+    syms = _symbols(check_objects / "hil_console.o")
+    assert "__wrap_vsnprintf" in syms["defined"] and "__real_vsnprintf" in syms["undefined"]
 
 
 def test_check_fails_on_a_bad_configuration(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The README documents what the product has: every `hil` command, fixture and marker, and only files that exist."""
+"""The README and the pages it links (docs/, CONTRIBUTING.md) document what the product has: every `hil` command,
+fixture and marker, and only files that exist. The README's first screen tells a newcomer what to type."""
 
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ from hil.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
+PAGES = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = "\n".join(page.read_text() for page in PAGES)
 
 
 def test_every_hil_command_is_in_the_readme():
     parser = build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     for name in sub.choices:
-        assert re.search(rf"^hil {re.escape(name)}\b", README, re.M), name
+        assert re.search(rf"^hil {re.escape(name)}\b", DOCS, re.M), name
 
 
 def test_every_fixture_and_marker_is_documented():
@@ -27,14 +30,14 @@ def test_every_fixture_and_marker_is_documented():
                 if name.startswith("hil_") and "fixture" in type(value).__name__.lower()]
     assert {"hil_profile", "hil_board", "hil_board_config", "hil_artifacts_dir", "hil_budget"} <= set(fixtures)
     for name in fixtures:
-        assert f"`{name}`" in README, name
-    for marker in ("hil_budget", "device"):
-        assert f"@pytest.mark.{marker}" in README, marker
+        assert f"`{name}`" in DOCS, name
+    for marker in ("hil_budget", "device", "hil_requires"):
+        assert f"@pytest.mark.{marker}" in DOCS, marker
 
 
 def test_no_reference_to_a_file_that_is_not_in_the_repository():
     for path in re.findall(r"`((?:hil|tests|boards|budgets|firmware|bench|docs)/[\w./-]+\.(?:py|md|toml|ld|h|c|mk))`",
-                           README):
+                           DOCS):
         assert (REPO / path).is_file(), path
     tracked = subprocess.run(["git", "-C", str(REPO), "ls-files"], capture_output=True, text=True, timeout=60,
                              check=True).stdout.split()
@@ -42,3 +45,11 @@ def test_no_reference_to_a_file_that_is_not_in_the_repository():
         offenders = [f for f in tracked if (REPO / f).is_file() and f != "tests/unit/test_readme.py"
                      and name in (REPO / f).read_text(errors="replace")]
         assert offenders == [], (name, offenders)
+
+
+def test_the_first_screen_says_what_it_is_and_what_to_type():
+    first_screen = "\n".join(README.splitlines()[:40])
+    assert "make demo" in first_screen and "make test" in first_screen
+    assert "## What runs where" in first_screen and "Python 3.11" in first_screen
+    for page in re.findall(r"`(docs/[\w-]+\.md)`", README):  # every page the README links exists
+        assert (REPO / page).is_file(), page

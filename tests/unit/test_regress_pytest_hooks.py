@@ -9,6 +9,9 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
 from hil.regress import history
 from hil.regress.baseline import write_baseline
 from hil.regress.runs import LoadedRun
@@ -38,6 +41,7 @@ def test_over_budget(request):
 def test_slow_kernel(request):
     _run(request, "slow", seed=2, slow={{("npu_kernel", "1", 0): 1.2}})
 
+@pytest.mark.device  # an et-hil test: its figures go to the JUnit suite properties
 def test_fine(request):
     _run(request, "fine", seed=3)
 
@@ -76,6 +80,12 @@ def test_budgets_baselines_history_and_junit_in_a_pytest_session(tmp_path):
     fine = "@test_suite.py::test_fine"
     assert float(props["hil.synthnet.total_us" + fine]) > 0 and "hil.synthnet.npu_fraction" + fine in props
     assert props["hil.synthnet.artifacts" + fine].endswith("fine")
+    # test_slow_kernel asked for nothing of et-hil: judged (it failed above), but no fixture of its own
+    assert not [name for name in props if name.endswith("@test_suite.py::test_slow_kernel")]
     text = metrics.read_text()
-    assert text.endswith("# EOF\n") and text.count("hil_latency_microseconds{") == 3
+    assert text.endswith("# EOF\n") and text.count("hil_latency_seconds{") == 3
+    families = {f.name: f for f in text_string_to_metric_families(text)}  # prometheus_client's own parser
+    latency = {s.labels["test"]: s.value for s in families["hil_latency_seconds"].samples}
+    assert latency["test_suite.py::test_fine"] == pytest.approx(float(props["hil.synthnet.total_us" + fine]) / 1e6,
+                                                                rel=1e-5)
     assert (tmp_path / "runs" / "fine" / "trace.json").is_file()

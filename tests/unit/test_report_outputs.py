@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from hil import atomic
 from hil.regress import history
@@ -98,7 +99,34 @@ def test_junit_properties_and_openmetrics_carry_the_key_figures():
     assert len(key_figures(profile)["top"]) == 3
     text = openmetrics_text([(profile, {"test": 't::a "quoted"'})])
     assert text.endswith("# EOF\n")
-    assert '# TYPE hil_latency_microseconds gauge' in text
+    assert '# TYPE hil_latency_seconds gauge' in text
     assert re.search(r'^hil_npu_fraction\{model="synthnet",board="qemu",test="t::a \\"quoted\\""\} 0\.\d+$', text, re.M)
     series = [line.rsplit(" ", 1)[0] for line in text.splitlines() if line.startswith("hil_event_p50")]
     assert len(series) == len(set(series)) == 8  # 5 kernels + 3 CPU ops, the repeated conv kept apart
+
+
+def test_openmetrics_is_in_base_units_as_prometheus_clients_parser_reads_it():
+    """The text parses with prometheus_client's OpenMetrics parser (strict about `# EOF`, units and escaping);
+    every time is in seconds: the profile's microseconds, written by hand in synth_profile, over 1e6."""
+    profile = synth_profile(seed=2)
+    families = {f.name: f for f in text_string_to_metric_families(openmetrics_text([(profile, {"test": "t::x"})]))}
+    seconds = ("hil_latency_seconds", "hil_npu_kernels_seconds", "hil_cpu_ops_seconds", "hil_event_p50_seconds")
+    assert set(families) == {*seconds, "hil_npu_fraction"}
+    for name in seconds:
+        assert families[name].unit == "seconds" and families[name].type == "gauge", name
+        assert {s.name for s in families[name].samples} == {name}
+    assert families["hil_npu_fraction"].unit == ""
+    (latency,) = families["hil_latency_seconds"].samples
+    assert latency.labels == {"model": "synthnet", "board": "qemu", "test": "t::x"}
+    assert latency.value == pytest.approx(profile["totals_us"]["method_execute"] * 1e-6, rel=1e-5)
+    (fraction,) = families["hil_npu_fraction"].samples
+    assert fraction.value == pytest.approx(profile["npu_fraction"], rel=1e-5)
+    events: dict[str, list[float]] = {}
+    for e in profile["events"]:
+        if e["kind"] in ("npu_kernel", "cpu_op"):
+            events.setdefault(e["name"], []).append(e["p50_us"] * 1e-6)
+    samples = families["hil_event_p50_seconds"].samples
+    assert len(samples) == sum(map(len, events.values())) == 8
+    for sample in samples:  # a repeated event is one series per occurrence, in order
+        expected = events[sample.labels["event"]][int(sample.labels.get("occurrence", 0))]
+        assert sample.value == pytest.approx(expected, rel=1e-5), sample

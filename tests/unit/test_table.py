@@ -34,7 +34,7 @@ def test_the_table_line_for_line():
     assert format_table(PROFILE).splitlines() == [
         "m on b (simulated): 2 iteration(s), times in ticks",
         "event                         kind           op types                        p50 ticks  share",
-        "----------------------------- -------------- ------------------------------ ---------- ------",
+        "----------------------------- -------------- ---------------------------- ------------ ------",
         "[method forward]",
         "Method::execute               method                                           200.000 100.0%",
         "native_call_a_very_long_oper~ cpu_op         convolution,relu                   50.000  25.0%",
@@ -64,7 +64,7 @@ def test_one_method_in_us_without_a_fraction_or_fallbacks():
     assert format_table(profile).splitlines() == [
         "m on b: 1 iteration(s), times in us",
         "event                         kind           op types                           p50 us  share",
-        "----------------------------- -------------- ------------------------------ ---------- ------",
+        "----------------------------- -------------- ---------------------------- ------------ ------",
         "Method::execute               method                                             0.000",
         "",
         "Method::execute                              0.000 us",

@@ -1,100 +1,17 @@
-# ExecuTorch built from source (EXECUTORCH_ROOT) for the Cortex-M33, with the event tracer, the
-# Neutron delegate and operator libraries selected from the program.
-#
-# Why from source: the executorch wheel's package config describes host shared libraries; the
-# board needs static Cortex-M33 libraries. Why FORCE: NXP's example turns devtools off with a
-# plain set(); every option profiling depends on is forced into the cache here and read back from
-# ExecuTorch's own directory scope afterwards, so an override anywhere fails the configure instead
-# of silently producing a firmware without timestamps.
+# ExecuTorch for the RT700 image: the shared build (firmware/cmake/hil_executorch.cmake) plus the
+# Neutron delegate and the quantized kernels around a Neutron partition, with the operator
+# libraries selected from the program.
 
-set(HIL_ET_FORCED_ON
-    EXECUTORCH_BUILD_DEVTOOLS          # etdump + flatccrt
-    EXECUTORCH_ENABLE_EVENT_TRACER     # defines ET_EVENT_TRACER_ENABLED for the runtime
+include("${CMAKE_CURRENT_LIST_DIR}/../../cmake/hil_executorch.cmake")
+hil_add_executorch(ON
     EXECUTORCH_BUILD_KERNELS_QUANTIZED # quantize/dequantize kernels around a Neutron partition
-    EXECUTORCH_BUILD_PORTABLE_OPS      # portable_kernels (registered selectively below)
-    EXECUTORCH_BUILD_NXP_NEUTRON       # executorch_delegate_neutron
-    EXECUTORCH_ENABLE_LOGGING)
-# CPUINFO and PTHREADPOOL default to ON unless EXECUTORCH_BUILD_ARM_BAREMETAL is set
-# (tools/cmake/preset/default.cmake): bare metal has neither, so they are forced OFF.
-set(HIL_ET_FORCED_OFF
-    EXECUTORCH_BUILD_CPUINFO
-    EXECUTORCH_BUILD_PTHREADPOOL
-    EXECUTORCH_USE_DL
-    EXECUTORCH_BUILD_PYBIND
-    EXECUTORCH_BUILD_EXECUTOR_RUNNER
-    EXECUTORCH_BUILD_EXTENSION_MODULE
-    EXECUTORCH_BUILD_EXTENSION_DATA_LOADER
-    EXECUTORCH_BUILD_EXTENSION_FLAT_TENSOR
-    EXECUTORCH_BUILD_TESTS
-    EXECUTORCH_BUILD_XNNPACK
-    EXECUTORCH_BUILD_KERNELS_OPTIMIZED)
-foreach(opt IN LISTS HIL_ET_FORCED_ON)
-  unset(${opt})  # a normal variable would shadow the cache entry in this scope
-  set(${opt} ON CACHE BOOL "forced by et-hil (profiling firmware)" FORCE)
-endforeach()
-foreach(opt IN LISTS HIL_ET_FORCED_OFF)
-  unset(${opt})
-  set(${opt} OFF CACHE BOOL "forced by et-hil (bare-metal firmware)" FORCE)
-endforeach()
-# The bare-metal PAL: its weak et_pal_* are replaced by src/pal_rt700.cpp (DWT timestamps).
-set(EXECUTORCH_PAL_DEFAULT "minimal" CACHE STRING "forced by et-hil" FORCE)
-# flatcc's own -Werror trips on newer GCCs; the etdump runtime builds without it (as Arm's
-# bare-metal preset does for its ETDump builds).
-set(FLATCC_ALLOW_WERROR OFF CACHE BOOL "forced by et-hil" FORCE)
-set(CMAKE_POSITION_INDEPENDENT_CODE OFF)
-if(NOT PYTHON_EXECUTABLE)
-  set(PYTHON_EXECUTABLE "${HIL_PYTHON}" CACHE FILEPATH "Python for ExecuTorch's code generators" FORCE)
-endif()
-
-add_subdirectory("${EXECUTORCH_ROOT}" "${CMAKE_BINARY_DIR}/executorch" EXCLUDE_FROM_ALL)
-
-# What ExecuTorch's own CMakeLists actually saw.
-set(_hil_overridden "")
-foreach(opt IN LISTS HIL_ET_FORCED_ON)
-  get_directory_property(seen DIRECTORY "${EXECUTORCH_ROOT}" DEFINITION ${opt})
-  if(NOT seen)
-    list(APPEND _hil_overridden "${opt}=${seen}")
-  endif()
-endforeach()
-foreach(opt IN LISTS HIL_ET_FORCED_OFF)
-  get_directory_property(seen DIRECTORY "${EXECUTORCH_ROOT}" DEFINITION ${opt})
-  if(seen)
-    list(APPEND _hil_overridden "${opt}=${seen}")
-  endif()
-endforeach()
-if(_hil_overridden)
-  message(FATAL_ERROR
-    "et-hil RT700 firmware: ExecuTorch in ${EXECUTORCH_ROOT} overrides ${_hil_overridden} "
-    "with a plain set(); the firmware would be wrong for this board (no ETDump, or host-only "
-    "libraries). Remove that set() from its CMake files.")
-endif()
+    EXECUTORCH_BUILD_NXP_NEUTRON)      # executorch_delegate_neutron
 
 # The Neutron delegate takes its model handle from the method allocator, not the 64 KiB heap,
 # as NXP builds it (NO_HEAP_USAGE, backends/nxp/runtime/NeutronBackend.cpp; its BUCK target
 # passes -DNO_HEAP_USAGE). It includes ExecuTorch headers but links nothing itself.
 target_compile_definitions(executorch_delegate_neutron PRIVATE NO_HEAP_USAGE=1)
 target_link_libraries(executorch_delegate_neutron PRIVATE executorch_core)
-
-# Operator registration for exactly the operators the program uses (Arm's and NXP's runners do
-# the same): gen_selected_ops reads MODEL, and gen_operators_lib makes a registration library
-# that ExecuTorch already links whole-archive (tools/cmake/Codegen.cmake calls
-# executorch_target_link_options_shared_lib on it). Wrapping it in --whole-archive again would
-# register every kernel twice and abort before main ("Kernel registration failed").
-include("${EXECUTORCH_ROOT}/tools/cmake/Codegen.cmake")
-
-# hil_selected_ops(<lib> <functions_yaml|""> <custom_ops_yaml|""> <kernel_lib>)
-function(hil_selected_ops lib functions_yaml custom_yaml kernel_lib)
-  gen_selected_ops(LIB_NAME "${lib}" OPS_FROM_MODEL "${MODEL}")
-  set(args LIB_NAME "${lib}")
-  if(functions_yaml)
-    list(APPEND args FUNCTIONS_YAML "${functions_yaml}")
-  endif()
-  if(custom_yaml)
-    list(APPEND args CUSTOM_OPS_YAML "${custom_yaml}")
-  endif()
-  generate_bindings_for_kernels(${args})
-  gen_operators_lib(LIB_NAME "${lib}" KERNEL_LIBS ${kernel_lib} DEPS executorch_core)
-endfunction()
 
 hil_selected_ops(hil_portable_ops_lib "${EXECUTORCH_ROOT}/kernels/portable/functions.yaml" ""
                  portable_kernels)
@@ -104,14 +21,4 @@ hil_selected_ops(hil_quantized_ops_lib "" "${EXECUTORCH_ROOT}/kernels/quantized/
 # Libraries the image links, by ExecuTorch target name; the registration libraries carry their
 # own whole-archive link option, the Neutron delegate gets it from CMakeLists.txt.
 set(HIL_ET_LIBS hil_portable_ops_lib hil_quantized_ops_lib executorch executorch_core etdump flatccrt)
-set(_hil_missing "")
-foreach(lib IN LISTS HIL_ET_LIBS ITEMS executorch_delegate_neutron)
-  if(NOT TARGET ${lib})
-    list(APPEND _hil_missing ${lib})
-  endif()
-endforeach()
-if(_hil_missing)
-  message(FATAL_ERROR
-    "et-hil RT700 firmware: ExecuTorch in ${EXECUTORCH_ROOT} defines no target ${_hil_missing}. "
-    "Check the checkout is the one firmware/rt700/pins.toml names.")
-endif()
+hil_require_targets("et-hil RT700 firmware" ${HIL_ET_LIBS} executorch_delegate_neutron)

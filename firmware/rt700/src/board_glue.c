@@ -1,12 +1,14 @@
 /*
  * Board support for the MIMXRT700-EVK (MIMXRT798S, Cortex-M33 core 0 + eIQ Neutron NPU),
- * on the MCUXpresso SDK. See board_glue.h for why this is the only file that touches the SDK.
+ * on the MCUXpresso SDK: the RT700's side of firmware/app/board_glue.h, and the only file of the
+ * image that touches the SDK.
  */
 #include "board_glue.h"
 
 #include <string.h>
 
 #include "board.h"
+#include "fsl_debug_console.h"
 #include "clock_config.h"
 #include "fsl_device_registers.h"
 #include "fsl_power.h"
@@ -23,6 +25,8 @@ extern int32_t neutronInit(void);
 extern unsigned char __hil_model_load__[];
 extern unsigned char __hil_model_start__[];
 extern unsigned char __hil_model_end__[];
+
+const char hil_board_name[] = "rt700";
 
 void hil_board_init(void)
 {
@@ -70,4 +74,19 @@ void hil_cycle_counter_start(void)
 uint32_t hil_cycle_counter_read(void)
 {
     return DWT->CYCCNT;
+}
+
+void hil_console_vprintf(const char *format, va_list args)
+{
+    (void)DbgConsole_Vprintf(format, args);
+}
+
+/* No one to hand a status to: stay here, where the debugger finds the core (the console already
+ * said why). */
+void hil_board_exit(int status)
+{
+    (void)status;
+    for (;;) {
+        __asm__ volatile("wfi");
+    }
 }

@@ -1,15 +1,19 @@
 /*
- * The ExecuTorch platform hooks for the RT700: time from the DWT cycle counter, logs to the console.
+ * The ExecuTorch platform hooks of every et-hil board: time from the board's tick counter (the
+ * RT700's DWT cycle counter, QEMU's FPGAIO counter), logs to the console, and an abort the
+ * harness can see.
  *
  * Why: the event tracer stamps every event with et_pal_current_ticks() and the Inspector turns
  * ticks into time with et_pal_ticks_to_ns_multiplier(). The default bare-metal PAL returns
- * constants, which makes every ETDump timestamp meaningless. These strong definitions replace
- * the weak defaults at link time.
+ * constants, which makes every ETDump timestamp meaningless, and its et_pal_abort() is a trap
+ * that ends in a fault with the reason lost. These strong definitions replace the weak defaults
+ * (runtime/platform/default/minimal.cpp) at link time.
  */
 #include <executorch/runtime/platform/platform.h>
 
 #include "board_glue.h"
-#include "fsl_debug_console.h"
+#include "hil_console.h"
+#include "hil_protocol.h"
 
 namespace {
 
@@ -28,8 +32,11 @@ uint64_t gcd(uint64_t a, uint64_t b) {
 
 }  // namespace
 
+/* Exit status of a firmware that ExecuTorch aborted (QEMU's exit status). */
+constexpr int kExitAborted = 4;
+
 /*
- * Starts the cycle counter and fixes the tick ratio for the current core clock. Called by
+ * Starts the tick counter and fixes the tick ratio for the current core clock. Called by
  * runtime_init() through et_pal_init(); safe to call again after a clock change.
  */
 void et_pal_init(void) {
@@ -47,9 +54,9 @@ void et_pal_init(void) {
 }
 
 /*
- * DWT->CYCCNT extended to 64 bits: a smaller raw value than last time means one wrap. Correct
- * as long as it is called at least once per wrap period (13 s at 324 MHz); the event tracer
- * calls it for every operator.
+ * The raw 32-bit counter extended to 64 bits: a smaller raw value than last time means one wrap.
+ * Correct as long as it is called at least once per wrap period (13 s at 324 MHz on the RT700,
+ * 214 s of virtual time on QEMU); the event tracer calls it for every operator.
  */
 et_timestamp_t et_pal_current_ticks(void) {
   const uint32_t now = hil_cycle_counter_read();
@@ -75,6 +82,17 @@ void et_pal_emit_log_message(
     size_t length) {
   (void)timestamp;
   (void)function;
-  PRINTF("%c [executorch:%s:%u] %.*s\r\n", static_cast<char>(level), filename,
+  hil_printf("%c [executorch:%s:%u] %.*s\r\n", static_cast<char>(level), filename,
          static_cast<unsigned>(line), static_cast<int>(length), message);
+}
+
+/*
+ * ExecuTorch gave up (ET_CHECK, an out-of-memory ETDump emitter, ...): its ET_LOG line with the
+ * reason is already on the console. Say that the program failed, in the line protocol, and end it,
+ * so the harness reports the reason instead of waiting for a breakpoint that never comes.
+ */
+void et_pal_abort(void) {
+  hil_printf(HIL_FMT_ERROR, "ExecuTorch (aborted: see the log line above)", 0U);
+  hil_printf(HIL_MSG_PROGRAM_FAILED);
+  hil_board_exit(kExitAborted);
 }

@@ -1,12 +1,13 @@
 /*
- * et-hil RT700 profiling firmware.
+ * et-hil profiling firmware: the application every board runs (the RT700 and QEMU's mps2-an505).
  *
- * Brings up the board and the Neutron NPU, takes the run count from the harness (the
- * run-configuration handshake of firmware/common/hil_result.h: one image serves any count), runs
- * the compiled-in ExecuTorch program warm-up + iterations times under an ETDumpGen event tracer
- * and hands the ETDump to the harness: it prints the line protocol (firmware/common/
- * hil_protocol.h), publishes {buf, size} in `hil_etdump_result` and calls `hil_etdump_ready()`,
- * where the harness's debugger stops and dumps the bytes.
+ * Brings up the board (and its NPU, if any), loads the compiled-in ExecuTorch program and its
+ * method under an ETDumpGen event tracer, takes the run count from the harness (the
+ * run-configuration handshake of firmware/common/hil_result.h: one image serves any count it can
+ * hold), runs warm-up + iterations inferences, each on the same inputs, and hands the ETDump to
+ * the harness: it prints the line protocol (firmware/common/hil_protocol.h), publishes {buf, size}
+ * in `hil_etdump_result` and calls `hil_etdump_ready()`, where the harness's debugger stops and
+ * dumps the bytes. What differs between boards is behind board_glue.h.
  */
 #include <cstdint>
 
@@ -21,8 +22,8 @@
 #include <executorch/runtime/platform/runtime.h>
 
 #include "board_glue.h"
-#include "fsl_debug_console.h"
 #include "hil_config.h"
+#include "hil_console.h"
 #include "hil_crc32.h"
 #include "hil_protocol.h"
 #include "hil_result.h"
@@ -51,8 +52,8 @@ uint32_t g_inference_us[HIL_MAX_RUNS];
 
 /* Says what failed on the console and ends the program (the harness then sees no breakpoint). */
 int fail(const char* what, Error err) {
-  PRINTF(HIL_FMT_ERROR, what, static_cast<unsigned>(err));
-  PRINTF(HIL_MSG_PROGRAM_FAILED);
+  hil_printf(HIL_FMT_ERROR, what, static_cast<unsigned>(err));
+  hil_printf(HIL_MSG_PROGRAM_FAILED);
   return 1;
 }
 
@@ -63,17 +64,17 @@ unsigned addr(const void* p) {
 void print_allocator(const char* name, const hil::PeakAllocator& a) {
   const unsigned total = a.size();
   const unsigned used = static_cast<unsigned>(a.peak_size());
-  PRINTF(HIL_FMT_ALLOCATOR_ADDR, name, addr(a.base_address()),
+  hil_printf(HIL_FMT_ALLOCATOR_ADDR, name, addr(a.base_address()),
          addr(a.base_address() + total));
-  PRINTF(HIL_FMT_ALLOCATOR_USED, name, total, total, used, used,
+  hil_printf(HIL_FMT_ALLOCATOR_USED, name, total, total, used, used,
          total == 0 ? 0U : static_cast<unsigned>(100ULL * used / total));
 }
 
-/* Microseconds between two PAL tick readings, by the same ratio the ETDump uses. */
+/* Microseconds between two PAL tick readings, by the same ratio the ETDump uses, to the nearest. */
 uint32_t ticks_to_us(et_timestamp_t start, et_timestamp_t end) {
   const et_tick_ratio_t r = et_pal_ticks_to_ns_multiplier();
   const uint64_t ns = (end - start) * r.numerator / r.denominator;
-  return static_cast<uint32_t>(ns / 1000U);
+  return static_cast<uint32_t>((ns + 500U) / 1000U);
 }
 
 /* The run count: from the harness's debugger when it wrote one, else 1 measured run (said on the console). */
@@ -82,11 +83,11 @@ bool take_run_config(uint32_t& iterations, uint32_t& warmup) {
   warmup = 0U;
   const int taken = hil_take_run_config(&iterations, &warmup);
   if (taken < 0) {
-    PRINTF(HIL_FMT_RUN_CONFIG_REFUSED, static_cast<unsigned>(hil_run_config.iterations),
+    hil_printf(HIL_FMT_RUN_CONFIG_REFUSED, static_cast<unsigned>(hil_run_config.iterations),
            static_cast<unsigned>(hil_run_config.warmup), static_cast<unsigned>(hil_run_config.max_runs));
     return false;
   }
-  PRINTF(HIL_FMT_RUN_CONFIG, static_cast<unsigned>(iterations), static_cast<unsigned>(warmup),
+  hil_printf(HIL_FMT_RUN_CONFIG, static_cast<unsigned>(iterations), static_cast<unsigned>(warmup),
          taken > 0 ? HIL_RUN_CONFIG_FROM_DEBUGGER : HIL_RUN_CONFIG_DEFAULTS);
   return true;
 }
@@ -96,33 +97,26 @@ bool take_run_config(uint32_t& iterations, uint32_t& warmup) {
 int main(void) {
   hil_board_init();
   executorch::runtime::runtime_init();  // et_pal_init(): starts the cycle counter
-  PRINTF(HIL_FMT_BANNER, "rt700");
+  hil_printf(HIL_FMT_BANNER, hil_board_name);
   // The Neutron driver must be up before the delegate's init() prepares its model.
   const int32_t npu = hil_npu_init();
   if (npu != 0) {
-    PRINTF(HIL_FMT_ERROR, "neutronInit", static_cast<unsigned>(npu));  // a NeutronError code
-    PRINTF(HIL_MSG_PROGRAM_FAILED);
+    hil_printf(HIL_FMT_ERROR, "neutronInit", static_cast<unsigned>(npu));  // a NeutronError code
+    hil_printf(HIL_MSG_PROGRAM_FAILED);
     return 1;
   }
-  uint32_t iterations = 0;
-  uint32_t warmup = 0;
-  if (!take_run_config(iterations, warmup)) {
-    PRINTF(HIL_MSG_PROGRAM_FAILED);
-    return 1;
-  }
-
   BufferDataLoader loader(model_pte, model_pte_len);
   Result<Program> program = Program::load(&loader);
   if (!program.ok()) {
     return fail("Program::load", program.error());
   }
-  PRINTF(HIL_FMT_PROGRAM_LOADED, static_cast<unsigned>(program->num_methods()));
+  hil_printf(HIL_FMT_PROGRAM_LOADED, static_cast<unsigned>(program->num_methods()));
 
   Result<const char*> method_name = program->get_method_name(HIL_METHOD_INDEX);
   if (!method_name.ok()) {
     return fail("get_method_name", method_name.error());
   }
-  PRINTF(HIL_FMT_RUNNING_METHOD, method_name.get());
+  hil_printf(HIL_FMT_RUNNING_METHOD, method_name.get());
   Result<MethodMeta> meta = program->method_meta(method_name.get());
   if (!meta.ok()) {
     return fail("method_meta", meta.error());
@@ -143,19 +137,35 @@ int main(void) {
   if (!method.ok()) {
     return fail("load_method", method.error());
   }
-  PRINTF(HIL_MSG_METHOD_LOADED);
+  hil_printf(HIL_MSG_METHOD_LOADED);
 
-  PRINTF(HIL_MSG_PREPARING_INPUTS);
+  // The count this image can trace is known now: the harness reads it at the handshake.
+  hil_run_config.max_runs = hil::max_traced_runs(meta.get(), sizeof(g_etdump_buffer), HIL_MAX_RUNS);
+  uint32_t iterations = 0;
+  uint32_t warmup = 0;
+  if (!take_run_config(iterations, warmup)) {
+    hil_printf(HIL_MSG_PROGRAM_FAILED);
+    return 1;
+  }
+
+  hil_printf(HIL_MSG_PREPARING_INPUTS);
+  hil::InputSet inputs;
   Error err = hil::prepare_inputs(method.get(), meta.get(), method_allocator,
-                                  HIL_INPUT_FILL_BYTE);
+                                  HIL_INPUT_FILL_BYTE, inputs);
   if (err != Error::Ok) {
     return fail("prepare_inputs", err);
   }
-  PRINTF(HIL_MSG_INPUTS_PREPARED);
+  hil_printf(HIL_MSG_INPUTS_PREPARED);
 
-  PRINTF(HIL_MSG_STARTING);
+  hil_printf(HIL_MSG_STARTING);
   const uint32_t runs = warmup + iterations;
   for (uint32_t i = 0; i < runs; ++i) {
+    // The memory planner may reuse an input's buffer for an intermediate: every run starts from
+    // the inputs again, copied in outside the timed part (and outside Method::execute's event).
+    err = hil::reload_inputs(method.get(), inputs);
+    if (err != Error::Ok) {
+      return fail("set_input", err);
+    }
     const et_timestamp_t start = et_pal_current_ticks();
     err = method->execute();
     const et_timestamp_t end = et_pal_current_ticks();
@@ -164,17 +174,17 @@ int main(void) {
     }
     g_inference_us[i] = ticks_to_us(start, end);
   }
-  PRINTF(HIL_MSG_EXECUTED);
+  hil_printf(HIL_MSG_EXECUTED);
 
-  PRINTF(HIL_FMT_FREQUENCY, static_cast<unsigned>(hil_core_clock_hz() / 1000000U));
+  hil_printf(HIL_FMT_FREQUENCY, static_cast<unsigned>(hil_core_clock_hz() / 1000000U));
   print_allocator("method_allocator", method_allocator);
   print_allocator("temp_allocator", temp_allocator);
-  PRINTF(HIL_FMT_MODEL_ADDR, addr(model_pte), addr(model_pte + model_pte_len));
-  PRINTF(HIL_FMT_MODEL_SIZE, static_cast<unsigned>(model_pte_len),
+  hil_printf(HIL_FMT_MODEL_ADDR, addr(model_pte), addr(model_pte + model_pte_len));
+  hil_printf(HIL_FMT_MODEL_SIZE, static_cast<unsigned>(model_pte_len),
          static_cast<unsigned>(model_pte_len));
-  PRINTF(HIL_FMT_OUTPUTS, static_cast<unsigned>(method->outputs_size()));
+  hil_printf(HIL_FMT_OUTPUTS, static_cast<unsigned>(method->outputs_size()));
   for (uint32_t i = 0; i < runs; ++i) {  // warm-up runs first, as in the ETDump
-    PRINTF(HIL_FMT_INFERENCE_TIME, static_cast<unsigned>(g_inference_us[i]));
+    hil_printf(HIL_FMT_INFERENCE_TIME, static_cast<unsigned>(g_inference_us[i]));
   }
 
   ETDumpResult result = etdump.get_etdump_data();
@@ -182,10 +192,10 @@ int main(void) {
     return fail("get_etdump_data (no ETDump: is ET_EVENT_TRACER_ENABLED set?)",
                 Error::NotFound);
   }
-  PRINTF(HIL_FMT_RESULT_BUF, addr(result.buf), static_cast<unsigned>(result.size),
+  hil_printf(HIL_FMT_RESULT_BUF, addr(result.buf), static_cast<unsigned>(result.size),
          static_cast<unsigned>(hil_crc32(result.buf, result.size)));
   hil_publish_etdump(result.buf, result.size);  // the debugger stops in hil_etdump_ready()
 
-  PRINTF(HIL_MSG_PROGRAM_COMPLETE);
+  hil_printf(HIL_MSG_PROGRAM_COMPLETE);
   return 0;
 }

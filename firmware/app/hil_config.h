@@ -1,6 +1,6 @@
 /*
- * Build-time knobs of the RT700 profiling firmware. Every one can be set from CMake
- * (-DHIL_METHOD_POOL_SIZE=... etc., see firmware/rt700/CMakeLists.txt) without editing the source.
+ * Build-time knobs of the et-hil profiling firmware (every board). Every one can be set from CMake
+ * (-DHIL_METHOD_POOL_SIZE=... etc., see the boards' CMakeLists.txt) without editing the source.
  * The run count is not one of them: the harness writes it at run time (hil_result.h).
  */
 #ifndef HIL_CONFIG_H
@@ -27,6 +27,21 @@
  */
 #ifndef HIL_ETDUMP_BUFFER_SIZE
 #define HIL_ETDUMP_BUFFER_SIZE (512U * 1024U)
+#endif
+
+/*
+ * Bounds on ETDumpGen's use of its buffer (method_setup.h, max_traced_runs): bytes per traced
+ * event, per run (the run's block), and once per dump (header, builder stack, string pool).
+ * Measured on the QEMU runtime image: see firmware/qemu/runtime/README.md.
+ */
+#ifndef HIL_ETDUMP_EVENT_BYTES
+#define HIL_ETDUMP_EVENT_BYTES 160U
+#endif
+#ifndef HIL_ETDUMP_RUN_BYTES
+#define HIL_ETDUMP_RUN_BYTES 256U
+#endif
+#ifndef HIL_ETDUMP_FIXED_BYTES
+#define HIL_ETDUMP_FIXED_BYTES 16384U
 #endif
 
 /* Every byte of every tensor input is set to this value (0: all-zero inputs). */

@@ -11,7 +11,8 @@
 #include <executorch/runtime/core/span.h>
 #include <executorch/runtime/core/tag.h>
 
-#include "fsl_debug_console.h"
+#include "hil_config.h"
+#include "hil_console.h"
 #include "hil_protocol.h"
 
 using executorch::aten::DimOrderType;
@@ -46,7 +47,7 @@ Result<HierarchicalAllocator*> make_planned_memory(
       return size.error();
     }
     const size_t bytes = static_cast<size_t>(size.get());
-    PRINTF(HIL_FMT_PLANNED_BUFFER, static_cast<unsigned>(i),
+    hil_printf(HIL_FMT_PLANNED_BUFFER, static_cast<unsigned>(i),
            static_cast<unsigned>(bytes));
     // 16-byte alignment suits every dtype and the Neutron driver's DMA.
     auto* data = static_cast<uint8_t*>(allocator.allocate(bytes, 16));
@@ -103,7 +104,9 @@ Error prepare_inputs(
     Method& method,
     const MethodMeta& meta,
     MemoryAllocator& allocator,
-    uint8_t fill_byte) {
+    uint8_t fill_byte,
+    InputSet& inputs) {
+  inputs.count = 0;
   for (size_t i = 0; i < meta.num_inputs(); ++i) {
     Result<Tag> tag = meta.input_tag(i);
     if (!tag.ok()) {
@@ -126,13 +129,41 @@ Error prepare_inputs(
     if (impl == nullptr) {
       return Error::MemoryAllocationFailed;
     }
+    if (inputs.count == kMaxInputs) {
+      return Error::NotSupported;
+    }
+    inputs.index[inputs.count] = i;
+    inputs.value[inputs.count] = EValue(Tensor(impl));
+    ++inputs.count;
+  }
+  return reload_inputs(method, inputs);
+}
+
+Error reload_inputs(Method& method, const InputSet& inputs) {
+  for (size_t k = 0; k < inputs.count; ++k) {
     // A memory-planned input gets these bytes copied in; an unplanned one points at them.
-    const Error err = method.set_input(EValue(Tensor(impl)), i);
+    const Error err = method.set_input(inputs.value[k], inputs.index[k]);
     if (err != Error::Ok) {
       return err;
     }
   }
   return Error::Ok;
+}
+
+uint32_t max_traced_runs(const MethodMeta& meta, size_t buffer_bytes, uint32_t limit) {
+  // num_instructions() is marked experimental (ET_EXPERIMENTAL, a deprecation attribute); it is
+  // the one count of what a run traces that the program itself holds.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  const size_t instructions = meta.num_instructions();
+#pragma GCC diagnostic pop
+  const size_t events = 2U * instructions + 1U;
+  const size_t per_run = HIL_ETDUMP_RUN_BYTES + events * HIL_ETDUMP_EVENT_BYTES;
+  if (buffer_bytes <= HIL_ETDUMP_FIXED_BYTES) {
+    return 0U;
+  }
+  const size_t runs = (buffer_bytes - HIL_ETDUMP_FIXED_BYTES) / per_run;
+  return runs < limit ? static_cast<uint32_t>(runs) : limit;
 }
 
 }  // namespace hil

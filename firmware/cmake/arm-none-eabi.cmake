@@ -1,4 +1,6 @@
-# Toolchain file: the Arm GNU toolchain in ARMGCC_DIR, Cortex-M33 core 0 of the MIMXRT798S.
+# Toolchain file of every et-hil firmware: the Arm GNU toolchain in ARMGCC_DIR (else the one on
+# PATH, as Debian's gcc-arm-none-eabi installs it), for a Cortex-M33 (the MIMXRT798S's core 0 and
+# QEMU's mps2-an505) with its single-precision FPU.
 # The CPU flags go into the *_INIT flags so ExecuTorch, the SDK and the app all build alike
 # (a hard-float object cannot link with a soft-float one).
 
@@ -9,6 +11,13 @@ set(CMAKE_SYSTEM_PROCESSOR cortex-m33)
 
 if(NOT ARMGCC_DIR AND DEFINED ENV{ARMGCC_DIR})
   set(ARMGCC_DIR "$ENV{ARMGCC_DIR}")
+endif()
+if(NOT ARMGCC_DIR)
+  find_program(_hil_arm_gcc arm-none-eabi-gcc)
+  if(_hil_arm_gcc)
+    get_filename_component(_hil_arm_bin "${_hil_arm_gcc}" DIRECTORY)
+    get_filename_component(ARMGCC_DIR "${_hil_arm_bin}" DIRECTORY)
+  endif()
 endif()
 set(_hil_bin "${ARMGCC_DIR}/bin/arm-none-eabi-")
 set(CMAKE_C_COMPILER "${_hil_bin}gcc")

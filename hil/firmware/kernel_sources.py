@@ -1,0 +1,118 @@
+"""The portable kernel sources one program needs: what the QEMU runtime image compiles per model.
+
+Why: ExecuTorch's `portable_kernels` library is all 170-odd operator files of
+`kernels/portable/cpu/`; a board image needs only the program's operators (as Arm's and NXP's
+runners build them). Each operator of the program (`aten::convolution` + overload `out`) is looked
+up in `kernels/portable/functions.yaml` for its kernel function (`torch::executor::convolution_out`),
+and that function's definition is found in the operator files. The registration code itself comes
+from ExecuTorch's own codegen (`gen_selected_ops`, in the image's CMake).
+
+CLI (the image's CMake calls it): `python -m hil.firmware.kernel_sources MODEL.pte EXECUTORCH_ROOT`
+prints the source paths, one per line; an operator without a portable kernel exits 2, naming it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from hil.errors import BuildError
+
+FUNCTIONS_YAML = Path("kernels/portable/functions.yaml")
+KERNEL_DIR = Path("kernels/portable/cpu")
+PRIM_OPS = Path("kernels/prim_ops/register_prim_ops.cpp")
+_OP_ENTRY = re.compile(r"^- (?:op|func): *([A-Za-z0-9_.:]+)", re.MULTILINE)
+_KERNEL_NAME = re.compile(r"kernel_name: *([A-Za-z0-9_:]+)")
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """One operator of the program and the portable source file that defines its kernel."""
+
+    operator: str  # "aten::convolution.out"
+    kernel: str  # "torch::executor::convolution_out"
+    source: Path
+
+
+def program_operators(pte: Path) -> list[str]:
+    """Every operator the program's methods call, as `name.overload` (`aten::add.out`), sorted."""
+    from hil.pte import load_program
+
+    program, _, _ = load_program(pte)
+    names = {f"{op.name}.{op.overload}" if op.overload else op.name
+             for plan in program.execution_plan for op in plan.operators}
+    return sorted(names)
+
+
+def kernel_functions(functions_yaml: Path) -> dict[str, str]:
+    """`op.overload` -> kernel function name, from ExecuTorch's portable functions.yaml.
+
+    A line-based read (the file is a flat list of `- op:` entries with their `kernel_name`) keeps
+    this free of a YAML dependency; an entry without a kernel name is skipped.
+    """
+    text = functions_yaml.read_text(encoding="utf-8")
+    entries = list(_OP_ENTRY.finditer(text))
+    table: dict[str, str] = {}
+    for index, entry in enumerate(entries):
+        end = entries[index + 1].start() if index + 1 < len(entries) else len(text)
+        kernel = _KERNEL_NAME.search(text, entry.end(), end)
+        if kernel is not None:
+            name = entry.group(1)
+            table[name if "::" in name else f"aten::{name}"] = kernel.group(1)
+    return table
+
+
+def _definition(function: str) -> re.Pattern[str]:
+    """A kernel's definition: its last name component, then the runtime context parameter."""
+    name = re.escape(function.rsplit("::", 1)[-1])
+    return re.compile(rf"\b{name}\s*\(\s*(?:[A-Za-z_:]+::)?(?:Kernel)?RuntimeContext\s*&")
+
+
+def kernel_sources(pte: Path, executorch_root: Path) -> list[KernelSource]:
+    """The portable kernel file of each operator `pte` calls; BuildError names any that has none."""
+    yaml = executorch_root / FUNCTIONS_YAML
+    if not yaml.is_file():
+        raise BuildError(f"{executorch_root} holds no {FUNCTIONS_YAML}: not an ExecuTorch source tree")
+    functions = kernel_functions(yaml)
+    # Operators the runtime registers itself (`executorch` links its prim ops): no kernel file.
+    prim_ops = executorch_root / PRIM_OPS
+    prim = prim_ops.read_text(encoding="utf-8", errors="replace") if prim_ops.is_file() else ""
+    files = {path: path.read_text(encoding="utf-8", errors="replace")
+             for path in sorted((executorch_root / KERNEL_DIR).glob("op_*.cpp"))}
+    found: list[KernelSource] = []
+    missing: list[str] = []
+    for operator in program_operators(pte):
+        if f'"{operator}"' in prim:
+            continue
+        function = functions.get(operator)
+        pattern = _definition(function) if function else None
+        source = next((path for path, text in files.items() if pattern and pattern.search(text)), None)
+        if function is None or source is None:
+            missing.append(operator)
+            continue
+        found.append(KernelSource(operator, function, source))
+    if missing:
+        raise BuildError(f"{pte}: no portable kernel in {executorch_root / KERNEL_DIR} for "
+                         f"{', '.join(missing)} (the QEMU runtime image runs portable kernels only)")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m hil.firmware.kernel_sources MODEL.pte EXECUTORCH_ROOT", file=sys.stderr)
+        return 2
+    try:
+        sources = kernel_sources(Path(args[0]), Path(args[1]))
+    except BuildError as exc:
+        print(f"kernel_sources: {exc}", file=sys.stderr)
+        return 2
+    for path in sorted({item.source for item in sources}):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

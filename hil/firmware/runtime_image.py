@@ -1,0 +1,231 @@
+"""Build the QEMU runtime image: ExecuTorch's runtime, ETDumpGen and a program's kernels for mps2-an505.
+
+The image is `firmware/qemu/runtime/` (the shared application of `firmware/app/` with QEMU's board
+glue), built by CMake from the pinned source workspace (`make rt700-sdk`). Two levels of caching:
+
+- one build folder per *runtime* (pinned ExecuTorch, compiler, CMake files and options): the
+  ExecuTorch libraries are compiled there once; a new model reconfigures it (seconds) and compiles
+  only the model's kernels, the registration code and the application;
+- one finished ELF per *image* (runtime + the .pte + every firmware source): a second run of the
+  same model builds nothing.
+
+Why a private copy of the workspace's ExecuTorch per runtime folder: ExecuTorch's configure deletes
+and rebuilds `third-party/flatcc/lib` inside its own source tree, so two builds over one checkout
+(this one and the RT700's, or two runtimes) break each other's link, and a read-only workspace
+cannot be configured at all. The build folder is locked while in use, so concurrent harnesses
+(pytest-xdist workers) take turns and then share the images.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from hil.atomic import make_public_dir
+from hil.errors import BuildError
+from hil.firmware.toolchain import BuildCommandError, compiler_version, find_arm_gcc, run_logged
+from hil.paths import FIRMWARE_DIR, PACKAGE_DIR, cache_dir
+
+RUNTIME_DIR = FIRMWARE_DIR / "qemu" / "runtime"
+ELF_NAME = "hil_qemu_runtime.elf"
+LOG_NAME = "build.log"
+# The runtime is built once (minutes); a model's image after that in well under this.
+CONFIGURE_TIMEOUT_S = 600.0
+BUILD_TIMEOUT_S = 1800.0
+LOCK_TIMEOUT_S = BUILD_TIMEOUT_S + CONFIGURE_TIMEOUT_S
+# Bump when the layout of the cache or the build's options change.
+_RUNTIME_VERSION = "1"
+# What shapes the runtime libraries (besides the ExecuTorch sources and the compiler).
+_RUNTIME_INPUTS = (FIRMWARE_DIR / "cmake", RUNTIME_DIR / "CMakeLists.txt")
+# What shapes one image on top of its runtime.
+_IMAGE_INPUTS = (FIRMWARE_DIR / "app", FIRMWARE_DIR / "common", FIRMWARE_DIR / "qemu", RUNTIME_DIR,
+                 PACKAGE_DIR / "firmware" / "model_array.py", PACKAGE_DIR / "firmware" / "kernel_sources.py",
+                 PACKAGE_DIR / "firmware" / "sim_neutron_table.py", PACKAGE_DIR / "buffers")
+_SOURCE_SUFFIXES = {".c", ".cpp", ".h", ".ld", ".S", ".cmake", ".txt", ".py"}
+_COMPILER_ERROR = re.compile(r"^(?P<where>[^\s:]+:\d+(?::\d+)?): (?:fatal )?error: .*$", re.MULTILINE)
+_CMAKE_ERROR = re.compile(r"^CMake Error at (?P<where>\S+:\d+).*$(?:\n\s*\n)?(?:\n?^ +\S.*$)?", re.MULTILINE)
+_LINK_ERROR = re.compile(r"^.*(?:undefined reference to|region `\w+' overflowed|ld: .*error).*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class RuntimeSources:
+    """The ExecuTorch checkout of a source workspace and the pins it was made from (for the cache key)."""
+
+    executorch: Path
+    pins_record: bytes
+
+    @classmethod
+    def from_workspace(cls, workspace: Path) -> "RuntimeSources":
+        from hil.firmware.workspace import SUMMARY_FILE, workspace_paths
+
+        paths = workspace_paths(workspace)
+        root = Path(paths.get("EXECUTORCH_ROOT", ""))
+        if not paths or not (root / "CMakeLists.txt").is_file():
+            raise BuildError(f"{workspace} is not a finished source workspace (no ExecuTorch checkout named in its "
+                             "workspace.env): run `make rt700-sdk`")
+        summary = workspace / SUMMARY_FILE
+        return cls(root, summary.read_bytes() if summary.is_file() else str(root).encode())
+
+
+def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | None = None,
+                        options: dict[str, str] | None = None, cache: Path | None = None,
+                        jobs: int | None = None) -> Path:
+    """The runtime ELF for the program `pte`: from the image cache, else built (and cached).
+
+    `options` are the image's CMake settings (`HIL_SIM_NPU_CLOCK_MHZ`, ...), part of its cache key.
+    A failed build raises BuildError naming the first error's file and line and the kept log.
+    """
+    options = dict(sorted((options or {}).items()))
+    pte = Path(pte)
+    gcc = find_arm_gcc()
+    runtime_key = _runtime_key(sources, compiler_version(gcc), flatc)
+    root = (cache or cache_dir()) / "firmware" / "qemu-runtime" / runtime_key[:24]
+    image_key = _image_key(runtime_key, pte.read_bytes(), options)
+    final = root / "images" / image_key[:24] / ELF_NAME
+    if final.is_file():
+        return final
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root / ".lock"):
+        if final.is_file():  # another harness built it while we waited
+            return final
+        build = _prepare_runtime(root, sources)
+        model = root / "models" / f"{image_key[:24]}.pte"
+        model.parent.mkdir(exist_ok=True)
+        shutil.copyfile(pte, model)
+        log = root / "images" / f"{image_key[:24]}.{LOG_NAME}"
+        log.parent.mkdir(exist_ok=True)
+        log.unlink(missing_ok=True)
+        try:
+            run_logged(_configure_command(root, build, model, flatc, options), cwd=root, log=log,
+                       timeout=CONFIGURE_TIMEOUT_S)
+            run_logged(["cmake", "--build", str(build), "--target", "hil_qemu_runtime", "--parallel",
+                        str(jobs or os.cpu_count() or 2)], cwd=root, log=log, timeout=BUILD_TIMEOUT_S)
+        except BuildCommandError as exc:
+            raise BuildError(f"QEMU runtime image for {pte}: {_first_error(log) or exc.reason} (log: {log})") from exc
+        _publish(build / ELF_NAME, final)
+        model.unlink(missing_ok=True)
+    return final
+
+
+def _runtime_key(sources: RuntimeSources, compiler: str, flatc: Path | None) -> str:
+    """sha256 over what the ExecuTorch libraries depend on."""
+    digest = hashlib.sha256()
+    for label, blob in (("version", _RUNTIME_VERSION.encode()), ("compiler", compiler.encode()),
+                        ("pins", sources.pins_record), ("flatc", str(flatc or "").encode())):
+        digest.update(f"{label}:{len(blob)}:".encode() + blob)
+    _hash_tree(digest, _RUNTIME_INPUTS)
+    return digest.hexdigest()
+
+
+def _image_key(runtime_key: str, pte: bytes, options: dict[str, str]) -> str:
+    """sha256 over the runtime, the program, the image's options and every source the image compiles."""
+    digest = hashlib.sha256(runtime_key.encode())
+    digest.update(hashlib.sha256(pte).digest())
+    digest.update(repr(sorted(options.items())).encode())
+    _hash_tree(digest, _IMAGE_INPUTS)
+    return digest.hexdigest()
+
+
+def _hash_tree(digest: "hashlib._Hash", paths: tuple[Path, ...]) -> None:
+    for path in paths:
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.suffix in _SOURCE_SUFFIXES)
+        for file in files:
+            if "__pycache__" in file.parts:
+                continue
+            blob = file.read_bytes()
+            digest.update(f"{file.relative_to(FIRMWARE_DIR.parent)}:{len(blob)}:".encode() + blob)
+
+
+def _prepare_runtime(root: Path, sources: RuntimeSources) -> Path:
+    """The runtime's build folder, with its private copy of the ExecuTorch sources made on first use."""
+    private = root / "executorch"
+    if not (private / ".hil-copied").is_file():
+        shutil.rmtree(private, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".executorch.", dir=root))
+        shutil.rmtree(tmp)
+        shutil.copytree(sources.executorch, tmp, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        (tmp / ".hil-copied").write_text(str(sources.executorch), encoding="utf-8")
+        os.rename(tmp, private)
+    return root / "build"
+
+
+def wheel_flatc() -> Path | None:
+    """The `flatc` the executorch wheel ships (the pinned flatbuffers' version): passed to the build,
+    it saves compiling a host flatc from source (most of a cold runtime build)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("executorch")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        flatc = Path(folder) / "data" / "bin" / "flatc"
+        if flatc.is_file() and os.access(flatc, os.X_OK):
+            return flatc
+    return None
+
+
+def _configure_command(root: Path, build: Path, model: Path, flatc: Path | None, options: dict[str, str]) -> list[str]:
+    # This interpreter imports hil and executorch: the build's code generators need both.
+    command = ["cmake", "-S", str(RUNTIME_DIR), "-B", str(build), "-G", "Ninja",
+               f"-DEXECUTORCH_ROOT={root / 'executorch'}", f"-DMODEL={model}", f"-DHIL_PYTHON={sys.executable}"]
+    if flatc is not None:
+        command.append(f"-DFLATC_EXECUTABLE={flatc}")
+    return command + [f"-D{name}={value}" for name, value in options.items()]
+
+
+def _first_error(log: Path) -> str | None:
+    """The first compiler, CMake or linker error of a failed build, with its file and line."""
+    text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+    for pattern in (_CMAKE_ERROR, _COMPILER_ERROR, _LINK_ERROR):
+        match = pattern.search(text)
+        if match is not None:
+            return " ".join(match.group(0).split())
+    return None
+
+
+def _publish(elf: Path, final: Path) -> None:
+    """Copy the ELF into its image folder in one rename, so a reader never sees half of it."""
+    final.parent.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".image.", dir=final.parent.parent))
+    shutil.copyfile(elf, work / ELF_NAME)
+    make_public_dir(work)
+    try:
+        os.rename(work, final.parent)
+    except OSError:
+        shutil.rmtree(work, ignore_errors=True)
+        if not final.is_file():
+            raise
+
+
+class _locked:
+    """An exclusive flock on `path` for the build folder, waited for up to LOCK_TIMEOUT_S."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd: int | None = None
+
+    def __enter__(self) -> "_locked":
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return self
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(self.fd)
+                    raise BuildError(f"the QEMU runtime build folder {self.path.parent} stayed locked for "
+                                     f"{LOCK_TIMEOUT_S:g} s by another build") from None
+                time.sleep(0.5)
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None

@@ -1,0 +1,100 @@
+"""Project defaults for the pytest plugin: ini keys and environment variables beside the command line.
+
+A setting a project keeps for every run (the board, the artifacts folder, iterations, warm-up,
+timeout, baseline, history, tolerance) can live where pytest users look for it:
+
+    [tool.pytest.ini_options]          # or pytest.ini / tox.ini / setup.cfg
+    hil_board = "rt700"
+    hil_iterations = "20"
+
+or in the environment (`HIL_BOARD=qemu pytest`, like labgrid's `LG_ENV`). One rule decides:
+command line > environment > ini file > board file > built-in default. The options are registered
+with no default, so "not given" is told apart from "given the default"; `resolve` then writes the
+winner back into `config.option`, and every `getoption` sees it. The board file's word is the last
+before the built-in default: a timeout nobody set is the board file's `[debug].timeout_s`
+(hil.pipeline), so its default here is None. A relative path from the ini file is relative to
+the ini file's folder (as pytest's own path settings are); from the environment or the command
+line, to the current folder.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hil.regress.compare import DEFAULT_TOLERANCE, parse_tolerance
+
+
+DEFAULT_ARTIFACTS = Path("hil-artifacts")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One `--hil-*` option that may also come from `env` or the ini key `ini`."""
+
+    dest: str
+    ini: str
+    env: str
+    type: Callable[[str], Any]
+    default: Any
+    help: str
+
+    def parse(self, text: str, where: str) -> Any:
+        try:
+            return self.type(text)
+        except (TypeError, ValueError) as exc:
+            raise pytest.UsageError(f"{where}: {text!r} is not a valid value for {self.ini} ({exc})") from None
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("board", "hil_board", "HIL_BOARD", str, "qemu", "board to profile on (boards/NAME.toml)"),
+    Setting("board_config", "hil_board_config", "HIL_BOARD_CONFIG", Path, None, "board file; wins over the board name"),
+    Setting("hil_artifacts", "hil_artifacts", "HIL_ARTIFACTS", Path, DEFAULT_ARTIFACTS, "root folder for run artifacts"),
+    Setting("hil_iterations", "hil_iterations", "HIL_ITERATIONS", int, 5, "inferences profiled per run"),
+    Setting("hil_warmup", "hil_warmup", "HIL_WARMUP", int, 0, "iterations dropped before statistics (warm-up)"),
+    Setting("hil_timeout", "hil_timeout", "HIL_TIMEOUT", float, None,
+            "seconds allowed per board run (default: the board file's [debug].timeout_s)"),
+    Setting("hil_baseline", "hil_baseline", "HIL_BASELINE", Path, None, "baseline folder (<model>.json each) or file"),
+    Setting("hil_history", "hil_history", "HIL_HISTORY", Path, None, "SQLite database every run is appended to"),
+    Setting("hil_tolerance", "hil_tolerance", "HIL_TOLERANCE", parse_tolerance, DEFAULT_TOLERANCE,
+            "relative slowdown allowed (default 5%)"),
+)
+BY_DEST = {s.dest: s for s in SETTINGS}
+
+
+def add_ini(parser: pytest.Parser) -> None:
+    for setting in SETTINGS:
+        parser.addini(setting.ini, f"{setting.help} (command line and ${setting.env} win over it)")
+
+
+def option_help(dest: str, text: str) -> str:
+    """An option's help naming where else its value may come from."""
+    setting = BY_DEST[dest]
+    return f"{text} [env {setting.env}, ini {setting.ini}]"
+
+
+def resolve(config: pytest.Config) -> None:
+    """Write the winning value of every setting into `config.option` (the module docstring's rule)."""
+    for setting in SETTINGS:
+        setattr(config.option, setting.dest, value_of(setting, config))
+
+
+def value_of(setting: Setting, config: pytest.Config) -> Any:
+    given = getattr(config.option, setting.dest, None)
+    if given is not None:
+        return given
+    text = os.environ.get(setting.env, "")
+    if text.strip():
+        return setting.parse(text.strip(), f"environment variable {setting.env}")
+    ini = config.getini(setting.ini)
+    if ini not in (None, "", []):
+        value = setting.parse(str(ini).strip(), f"{config.inipath or 'ini file'} [{setting.ini}]")
+        if isinstance(value, Path) and not value.is_absolute() and config.inipath is not None:
+            value = config.inipath.parent / value
+        return value
+    return setting.default

@@ -1,0 +1,225 @@
+"""The QEMU board running the real firmware: ExecuTorch's runtime on the emulated Cortex-M33.
+
+Each run is `hil run --board qemu --delegate none` as a user types it; what is checked comes from
+elsewhere: the host runtime's own ETDump of the same .pte read by the bare Inspector, ExecuTorch's
+flatbuffer deserializer, zlib's CRC-32, hashlib, and binutils' nm on the image.
+
+The runtime image is built from the pinned source workspace (`make rt700-sdk`); `make test` assembles it
+(CI from its lab mirror, HIL_GIT_BASE) and names it in RT700_SDK_DIR. Without one these tests skip and
+say so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HIL = [sys.executable, "-m", "hil.cli"]
+
+SDK_DIR = os.environ.get("RT700_SDK_DIR", "")
+pytestmark = pytest.mark.skipif(
+    not SDK_DIR or not Path(SDK_DIR, "workspace.env").is_file(),
+    reason="RT700_SDK_DIR names no source workspace (`make rt700-sdk`): the QEMU runtime image is built from it",
+)
+SMALL_CNN = f"{REPO / 'tests' / 'fixtures' / 'small_cnn.py'}:factory"
+ITERATIONS = 3
+
+CONV_MODEL = """
+import torch
+
+class Conv(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(3)
+        self.conv = torch.nn.Conv2d(4, {channels}, kernel_size=3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+def factory():
+    return Conv().eval(), (torch.randn(1, 4, 16, 16),)
+"""
+
+
+def hil_run(out: Path, model: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*HIL, "run", "--board", "qemu", "--model", model, "--delegate", "none",
+                           "--iterations", str(ITERATIONS), "--out", str(out), *extra],
+                          cwd=REPO, capture_output=True, text=True, timeout=900)
+
+
+def _ran(out: Path, model: str) -> Path:
+    done = hil_run(out, model)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def two_boots(tmp_path_factory) -> tuple[Path, Path]:
+    """The small CNN run twice, each in its own QEMU (one image: the second build is a cache hit)."""
+    root = tmp_path_factory.mktemp("runtime")
+    return _ran(root / "a", SMALL_CNN), _ran(root / "b", SMALL_CNN)
+
+
+def _inspector_events(etdump: Path, etrecord: Path) -> list[tuple[str, tuple[str, ...], int]]:
+    """Events of the Execute block, in order: (name, op types, runs it was seen in), read by ExecuTorch's
+    Inspector itself (which folds the runs of one method into one block, a time per run)."""
+    from executorch.devtools import Inspector
+    from executorch.devtools.inspector import TimeScale
+
+    inspector = Inspector(etdump_path=str(etdump), etrecord=str(etrecord),
+                          source_time_scale=TimeScale.CYCLES, target_time_scale=TimeScale.CYCLES)
+    (block,) = [block for block in inspector.event_blocks if block.name.startswith("Execute")]
+    return [(e.name, tuple(e.op_types or ()), len(e.perf_data.raw)) for e in block.events]
+
+
+def _host_etdump(pte: Path, out: Path, runs: int) -> Path:
+    """The host runtime's ETDump of `pte`, `runs` inferences on the model's example input."""
+    import torch
+
+    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+
+    program = pte.read_bytes()  # kept alive: the binding does not copy it
+    module = _load_for_executorch_from_buffer(program, enable_etdump=True)
+    for _ in range(runs):
+        module.forward((torch.randn(1, 1, 8, 8),))
+    path = out / "host.etdump"
+    module.write_etdump_result_to_file(str(path))
+    return path
+
+
+def _durations(etdump: Path) -> list[list[tuple[str, int, int]]]:
+    """Per Execute run: (name, start, end) of each profile event, from ExecuTorch's deserializer."""
+    from executorch.devtools.etdump.serialize import deserialize_from_etdump_flatcc
+
+    data = etdump.read_bytes()
+    dump = deserialize_from_etdump_flatcc(data)
+    return [[(e.profile_event.name, e.profile_event.start_time, e.profile_event.end_time)
+             for e in run.events or [] if e.profile_event is not None]
+            for run in dump.run_data if run.name == "Execute"]
+
+
+def test_the_target_traces_the_events_the_host_runtime_traces(two_boots, tmp_path) -> None:
+    run = two_boots[0]
+    target = _inspector_events(run / "trace.etdump", run / "etrecord.bin")
+    host = _inspector_events(_host_etdump(run / "model.pte", tmp_path, ITERATIONS), run / "etrecord.bin")
+    assert target == host
+    assert {runs for _, _, runs in target} == {ITERATIONS}
+    assert any(name.startswith("native_call_convolution") for name, _, _ in target)
+
+
+def test_the_profile_says_what_ran_and_what_the_numbers_are(two_boots) -> None:
+    profile = json.loads((two_boots[0] / "profile.json").read_text())
+    assert profile["firmware"] == "runtime" and profile["simulated"] is False
+    assert profile["time_base"]["kind"] == "emulated instructions"
+    assert profile["time_base"]["icount_shift"] == 2 and profile["time_base"]["instructions_per_us"] == 250
+    # The runtime image's PAL counts mps2-an505's 20 MHz FPGAIO counter, and its console says so.
+    assert profile["time_scale"]["ticks_per_us"] == 20.0
+    assert "Core/NPU Frequency: 20 MHz" in (two_boots[0] / "serial.log").read_text()
+
+
+def test_hil_inspect_of_the_run_folder_gives_the_runs_profile(two_boots) -> None:
+    run = two_boots[0]
+    done = subprocess.run([*HIL, "inspect", str(run), "--json"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    original = json.loads((run / "profile.json").read_text())
+    original.pop("harness_steps_s")  # how long the harness took: no file holds it
+    assert json.loads(done.stdout) == original
+
+
+def test_two_boots_trace_identical_ticks(two_boots) -> None:
+    first, second = (_durations(run / "trace.etdump") for run in two_boots)
+    assert first == second and len(first) == ITERATIONS
+    assert all(end > start for run in first for name, start, end in run if name == "Method::execute")
+    digests = {hashlib.sha256((run / "trace.etdump").read_bytes()).hexdigest() for run in two_boots}
+    assert len(digests) == 1
+
+
+def test_every_iteration_computes_on_the_same_inputs(two_boots) -> None:
+    """relu and max pooling branch on their data: a run computing on what the previous one left in a reused
+    input buffer takes another instruction count. Within a boot each kernel's ticks differ only by the
+    counter's phase (a tick is 12.5 instructions)."""
+    runs = _durations(two_boots[0] / "trace.etdump")
+    kernels = [[end - start for name, start, end in run if name.startswith("native_call_")] for run in runs]
+    assert len({len(k) for k in kernels}) == 1 and kernels[0]
+    for position, ticks in enumerate(zip(*kernels)):
+        assert max(ticks) - min(ticks) <= 1, (position, ticks)
+
+
+def test_the_printed_crc_is_zlibs_crc_of_the_dumped_bytes(two_boots) -> None:
+    run = two_boots[0]
+    printed = re.search(r"Result buf: 0x[0-9a-f]+, size: (\d+), crc32: 0x([0-9a-f]+)", (run / "serial.log").read_text())
+    assert printed is not None
+    data = (run / "trace.etdump").read_bytes()
+    assert int(printed.group(1)) == len(data)
+    assert int(printed.group(2), 16) == zlib.crc32(data)
+
+
+def test_the_image_registers_only_the_programs_operators(two_boots) -> None:
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    run = two_boots[0]
+    elf = json.loads((run / "manifest.json").read_text())["firmware"]
+    program = deserialize_pte_binary((run / "model.pte").read_bytes()).program
+    wanted = {f"{op.name.split('::')[-1]}_out" for plan in program.execution_plan for op in plan.operators}
+    nm = subprocess.run(["arm-none-eabi-nm", "-C", "--defined-only", elf], capture_output=True, text=True,
+                        timeout=60, check=True).stdout
+    kernels = set(re.findall(r"torch::executor::native::(\w+_out)\(", nm))
+    assert kernels == wanted
+
+
+def test_twice_the_output_channels_cost_about_twice_the_ticks(tmp_path) -> None:
+    ticks = {}
+    for channels in (8, 16):
+        model = tmp_path / f"conv{channels}.py"
+        model.write_text(CONV_MODEL.format(channels=channels))
+        run = _ran(tmp_path / f"run{channels}", f"{model}:factory")
+        runs = _durations(run / "trace.etdump")
+        ticks[channels] = [end - start for name, start, end in runs[-1] if name.startswith("native_call_convolution")][0]
+    assert 1.8 <= ticks[16] / ticks[8] <= 2.2, ticks
+
+
+def test_a_count_the_etdump_buffer_cannot_hold_is_refused_before_any_inference(two_boots, tmp_path) -> None:
+    done = hil_run(tmp_path / "many", SMALL_CNN, "--iterations", "1000")
+    assert done.returncode != 0
+    refusal = re.search(r"the plan needs 1000 runs .* but the image holds at most (\d+)", done.stderr)
+    assert refusal is not None, done.stderr
+    assert 0 < int(refusal.group(1)) < 1000
+    # Refused at the handshake: nothing was written to the target, so nothing was traced or dumped.
+    assert "(set by the debugger)" not in (tmp_path / "many" / "serial.log").read_text()
+    assert not (tmp_path / "many" / "trace.etdump").exists()
+
+
+def test_a_simulated_neutron_program_runs_on_the_target_with_the_simulations_kernel_times(tmp_path) -> None:
+    """cifar10 lowered to the simulated Neutron backend: the image's NeutronSimBackend posts each call's
+    kernels; their durations in the dumped bytes equal simulation.json's (the Python port of
+    NeutronBackend.cpp's rule over the same records), every iteration alike."""
+    from executorch.devtools.etdump.serialize import deserialize_from_etdump_flatcc
+
+    run = tmp_path / "sim"
+    done = subprocess.run([*HIL, "run", "--board", "qemu", "--model", "cifar10", "--delegate", "neutron-sim",
+                           "--iterations", "2", "--out", str(run)], cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    profile = json.loads((run / "profile.json").read_text())
+    assert profile["firmware"] == "runtime"
+    assert profile["delegated_outputs"].startswith("delegated outputs are not computed (simulated NPU)")
+    truth = json.loads((run / "simulation.json").read_text())
+    wanted = {(d["instruction_id"], k["index"]): k["ticks"][0] for d in truth["delegates"] for k in d["kernels"]}
+    assert all(len(set(k["ticks"])) == 1 for d in truth["delegates"] for k in d["kernels"])
+    assert len(wanted) >= 4
+    dump = deserialize_from_etdump_flatcc((run / "trace.etdump").read_bytes())
+    for block in (r for r in dump.run_data if r.name == "Execute"):
+        posted = {}
+        for event in block.events:
+            p = event.profile_event
+            if p is not None and p.name is None and (p.instruction_id, p.delegate_debug_id_int) in wanted:
+                posted[(p.instruction_id, p.delegate_debug_id_int)] = p.end_time - p.start_time
+        assert posted == wanted

@@ -1,0 +1,150 @@
+"""The QEMU runtime image's pieces that need no build: which kernels a program needs, which image a run
+gets, what its numbers are, and what a failed build says. Truths are written out by hand here."""
+
+from __future__ import annotations
+
+import textwrap
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from hil.config import load_board_config
+from hil.errors import BoardConfigError, BuildError
+from hil.firmware import kernel_sources as ks
+from hil.firmware.qemu_firmware import choose_qemu_firmware, time_base
+from hil.firmware.runtime_image import _first_error
+from hil.firmware.sim_neutron_table import npu_ticks_per_pal_tick
+
+FUNCTIONS_YAML = textwrap.dedent("""\
+    - op: add.out
+      kernels:
+        - arg_meta: null
+          kernel_name: torch::executor::add_out
+
+    - op: _softmax.out
+      kernels:
+        - arg_meta: null
+          kernel_name: torch::executor::softmax_out
+
+    - op: nokernel.out
+
+    - func: dim_order_ops::_clone_dim_order.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+      kernels:
+        - arg_meta: null
+          kernel_name: torch::executor::_clone_dim_order_out
+    """)
+
+
+def _tree(root: Path) -> Path:
+    """A stand-in ExecuTorch tree: functions.yaml, three operator files, the prim ops file."""
+    (root / "kernels" / "portable" / "cpu").mkdir(parents=True)
+    (root / "kernels" / "prim_ops").mkdir(parents=True)
+    (root / ks.FUNCTIONS_YAML).write_text(FUNCTIONS_YAML)
+    cpu = root / ks.KERNEL_DIR
+    (cpu / "op_add.cpp").write_text("Tensor& add_out(\n    KernelRuntimeContext& ctx, const Tensor& a) {}\n"
+                                    "Tensor& add_scalar_out(KernelRuntimeContext& ctx) {}\n")
+    (cpu / "op_softmax.cpp").write_text("// softmax_out is here\nTensor& softmax_out(RuntimeContext& ctx) {}\n")
+    (cpu / "op_clone_dim_order.cpp").write_text("Tensor& _clone_dim_order_out(KernelRuntimeContext& context) {}\n")
+    (root / ks.PRIM_OPS).write_text('Kernel("aten::sym_size.int", ...)\n')
+    return root
+
+
+def test_functions_yaml_maps_each_operator_to_its_kernel(tmp_path) -> None:
+    table = ks.kernel_functions(_tree(tmp_path) / ks.FUNCTIONS_YAML)
+    assert table == {"aten::add.out": "torch::executor::add_out", "aten::_softmax.out": "torch::executor::softmax_out",
+                     "dim_order_ops::_clone_dim_order.out": "torch::executor::_clone_dim_order_out"}
+
+
+def test_each_operator_gets_the_file_that_defines_its_kernel(tmp_path, monkeypatch) -> None:
+    root = _tree(tmp_path)
+    monkeypatch.setattr(ks, "program_operators", lambda _pte: [
+        "aten::_softmax.out", "aten::add.out", "aten::sym_size.int", "dim_order_ops::_clone_dim_order.out"])
+    found = {item.operator: item.source.name for item in ks.kernel_sources(Path("m.pte"), root)}
+    # sym_size is a prim op the runtime registers itself; softmax_out's comment is not its definition.
+    assert found == {"aten::_softmax.out": "op_softmax.cpp", "aten::add.out": "op_add.cpp",
+                     "dim_order_ops::_clone_dim_order.out": "op_clone_dim_order.cpp"}
+
+
+def test_an_operator_without_a_portable_kernel_is_named(tmp_path, monkeypatch) -> None:
+    root = _tree(tmp_path)
+    monkeypatch.setattr(ks, "program_operators", lambda _pte: ["aten::nokernel.out", "aten::mystery.out", "aten::add.out"])
+    with pytest.raises(BuildError) as info:
+        ks.kernel_sources(Path("m.pte"), root)
+    assert "m.pte: no portable kernel" in str(info.value)
+    assert "aten::nokernel.out, aten::mystery.out (the QEMU runtime image runs portable kernels only)" in str(info.value)
+
+
+def test_a_failed_build_names_its_first_error_with_file_and_line(tmp_path) -> None:
+    log = tmp_path / "build.log"
+    log.write_text("[12/96] Building CXX object x.obj\n"
+                   "/src/app/main.cpp:42:7: error: 'foo' was not declared in this scope\n"
+                   "/src/app/main.cpp:50:1: error: later\n")
+    assert _first_error(log) == "/src/app/main.cpp:42:7: error: 'foo' was not declared in this scope"
+    log.write_text("-- Configuring\nCMake Error at CMakeLists.txt:74 (add_library):\n"
+                   "  No SOURCES given to target: hil_model_kernels\n\n\n-- Configuring incomplete\n")
+    assert _first_error(log) == "CMake Error at CMakeLists.txt:74 (add_library): No SOURCES given to target: hil_model_kernels"
+    log.write_text("ld: main.cpp.obj: in function `main':\n/src/app/main.cpp:9: undefined reference to `bar'\n")
+    assert _first_error(log) == "/src/app/main.cpp:9: undefined reference to `bar'"
+    log.write_text("nothing failed here\n")
+    assert _first_error(log) is None
+
+
+def _board(tmp_path: Path, firmware: str, shift: int | None = 2) -> object:
+    text = (Path(__file__).resolve().parents[2] / "boards" / "qemu.toml").read_text()
+    text = text.replace('firmware = "auto"', f'firmware = "{firmware}"')
+    if shift is None:
+        text = text.replace("icount_shift = 2", "")
+    else:
+        text = text.replace("icount_shift = 2", f"icount_shift = {shift}")
+    path = tmp_path / "qemu.toml"
+    path.write_text(text)
+    return load_board_config(path=path)
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "workspace.env").write_text("EXECUTORCH_ROOT=executorch\n")
+    monkeypatch.setenv("RT700_SDK_DIR", str(folder))
+    monkeypatch.delenv("HIL_GIT_BASE", raising=False)
+    return folder
+
+
+def test_auto_runs_the_runtime_image_for_cpu_and_simulated_neutron_programs(tmp_path, workspace) -> None:
+    cfg = _board(tmp_path, "auto")
+    for delegate in ("none", "neutron-sim"):
+        chosen = choose_qemu_firmware(cfg, delegate)
+        assert (chosen.kind, chosen.workspace, chosen.notice) == ("runtime", workspace, None)
+    assert choose_qemu_firmware(cfg, "none", crafted=True).kind == "replay"  # a test's crafted ETDump
+    other = choose_qemu_firmware(cfg, "xnnpack")
+    assert other.kind == "replay" and "'xnnpack' delegate runs on the replay image" in other.notice
+
+
+def test_without_sources_auto_replays_and_says_how_to_get_them(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("RT700_SDK_DIR", str(tmp_path / "nowhere"))
+    monkeypatch.delenv("HIL_GIT_BASE", raising=False)
+    chosen = choose_qemu_firmware(_board(tmp_path, "auto"), "none")
+    assert chosen.kind == "replay" and "make rt700-sdk" in chosen.notice
+    with pytest.raises(BoardConfigError, match="no firmware source workspace"):
+        choose_qemu_firmware(_board(tmp_path, "runtime"), "none")
+    monkeypatch.setenv("HIL_GIT_BASE", str(tmp_path))  # the user asked for sources: never a quiet replay
+    with pytest.raises(BoardConfigError, match="no firmware source workspace"):
+        choose_qemu_firmware(_board(tmp_path, "auto"), "none")
+    assert choose_qemu_firmware(_board(tmp_path, "replay"), "none").kind == "replay"
+
+
+def test_the_time_base_states_instructions_at_the_icount_shift(tmp_path, workspace) -> None:
+    base = time_base(_board(tmp_path, "auto", shift=2), "runtime")
+    # shift 2: 2^2 = 4 ns an instruction, 1000 / 4 = 250 a microsecond, 50 ns (a 20 MHz tick) / 4 = 12.5 a tick.
+    assert (base["kind"], base["ns_per_instruction"], base["instructions_per_us"], base["instructions_per_tick"]) == (
+        "emulated instructions", 4, 250.0, 12.5)
+    assert time_base(_board(tmp_path, "auto", shift=5), "runtime")["instructions_per_tick"] == 1.5625
+    assert "vary from run to run" in time_base(_board(tmp_path, "auto", shift=None), "runtime")["note"]
+    assert time_base(_board(tmp_path, "auto"), "replay")["kind"] == "replayed"
+
+
+def test_the_simulated_npu_timer_ratio_is_exact() -> None:
+    assert npu_ticks_per_pal_tick(250.0, 20.0) == Fraction(25, 2)
+    assert npu_ticks_per_pal_tick(324.0, 20.0) == Fraction(81, 5)
