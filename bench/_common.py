@@ -1,42 +1,69 @@
-"""Shared set-up for the benchmarks: a real replay image of a real model, built once."""
+"""Shared set-up for the benchmarks: a real replay image of a real model, built once; both sides of a
+comparison timed in turns (A B A B ...), so a change in the machine's load reaches both alike; and the
+load average printed beside every ratio, because on a shared machine a ratio means little without it.
+"""
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hil.aot.export import CompiledModel, export_model  # noqa: E402
-from hil.buffers.simulated import simulated_buffer  # noqa: E402
-from hil.firmware.qemu_image import build_qemu_image  # noqa: E402
+if TYPE_CHECKING:
+    from hil.aot.export import CompiledModel
 
 
 def replay_image(model: str = "cifar10", iterations: int = 3, clock_mhz: float = 324) -> tuple[CompiledModel, Path]:
-    """The model's program and a replay ELF carrying its host-runtime ETDump."""
+    """The model's program and a replay ELF carrying its host-runtime ETDump (imports torch: only when asked)."""
+    from hil.aot.export import export_model
+    from hil.buffers.simulated import simulated_buffer
+    from hil.firmware.qemu_image import build_qemu_image
+
     compiled = export_model(model, delegate="none")
     buffer = simulated_buffer(compiled, iterations=iterations, clock_mhz=clock_mhz)
     return compiled, build_qemu_image(buffer.etdump, buffer.console_lines, runs=iterations)
 
 
-def timed(fn: Callable[[], object], repeats: int) -> list[float]:
-    """Wall-clock seconds of `repeats` calls, after one warm-up call."""
+# The machine's load when the bench started: printed beside the ratio with the load at the end.
+LOAD_AT_START = os.getloadavg()
+
+
+def once(fn: Callable[[], object]) -> float:
+    """Wall-clock seconds of one call."""
+    start = time.perf_counter()
     fn()
-    times = []
+    return time.perf_counter() - start
+
+
+def interleaved(a: Callable[[], object], b: Callable[[], object], repeats: int,
+                warm_up: bool = True) -> tuple[list[float], list[float]]:
+    """Seconds of `repeats` calls of each, taken in turns (a b a b ...), after one untimed call of each."""
+    if warm_up:
+        a(), b()
+    times_a, times_b = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return times
+        times_a.append(once(a))
+        times_b.append(once(b))
+    return times_a, times_b
+
+
+def load_line() -> str:
+    """The 1-, 5- and 15-minute load averages at the start and now, with the core count."""
+    fmt = lambda load: " ".join(f"{x:.1f}" for x in load)  # noqa: E731
+    return f"load average (1/5/15 min) at start {fmt(LOAD_AT_START)}, now {fmt(os.getloadavg())}, on {os.cpu_count()} cores"
 
 
 def report(title: str, a_name: str, a: list[float], b_name: str, b: list[float]) -> None:
-    """Print medians of both sides and the ratio b/a."""
+    """Print medians of both sides, the ratio b/a and the machine's load."""
     ma, mb = statistics.median(a), statistics.median(b)
     print(title)
-    print(f"  {a_name:<40} median {ma * 1000:9.1f} ms  ({len(a)} runs)")
-    print(f"  {b_name:<40} median {mb * 1000:9.1f} ms  ({len(b)} runs)")
+    print(f"  {a_name:<40} median {ma * 1000:9.1f} ms  ({len(a)} runs, interleaved)")
+    print(f"  {b_name:<40} median {mb * 1000:9.1f} ms  ({len(b)} runs, interleaved)")
     print(f"  ratio {b_name} / {a_name}: {mb / ma:.2f}")
+    print(f"  {load_line()}")

@@ -1,7 +1,8 @@
 """Reading a 1 MiB ETDump out of the target: `dump binary memory` against MI reads in chunks.
 
-One QEMU + GDB session (run configured at hil_config_ready, as the harness does) stopped at hil_etdump_ready; both methods read the same bytes repeatedly
-and must agree, so the ratio compares equal work.
+One QEMU + GDB session (run configured at hil_config_ready, as the harness does) stopped at
+hil_etdump_ready; both methods read the same bytes, in turns (dump, chunks, dump, ...), and must agree,
+so the ratio compares equal work under the same load.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from _common import report, timed
+from _common import interleaved, report
 
 from hil.config import load_board_config
 from hil.firmware.qemu_image import build_qemu_image
@@ -55,8 +56,9 @@ def main() -> None:
             assert gdb.read_memory(addr, size, **chunk) == payload
             gdb.dump_memory(addr, size, out)
             assert out.read_bytes() == payload
-            dump = timed(lambda: gdb.dump_memory(addr, size, out), args.repeats)
-            mi = timed(lambda: gdb.read_memory(addr, size, **chunk), args.repeats)
+            # the reads above were each side's warm-up
+            dump, mi = interleaved(lambda: gdb.dump_memory(addr, size, out),
+                                   lambda: gdb.read_memory(addr, size, **chunk), args.repeats, warm_up=False)
         finally:
             gdb.close()
             qemu.close()

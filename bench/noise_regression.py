@@ -26,6 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from _common import load_line  # noqa: E402
 from hil.aot.export import CompiledModel, export_model, load_inputs  # noqa: E402
 from hil.analysis.profile import TimeScale, build_profile  # noqa: E402
 from hil.buffers.host_runtime import host_etdump  # noqa: E402
@@ -117,6 +118,7 @@ def measure(args: argparse.Namespace) -> None:
         print(f"{label}: false alarms {tally['alarm'][i]} of {tally['same']} comparisons of unchanged runs; "
               f"wider convolution caught and named first {tally['caught'][i]} of {tally['wide']}; "
               f"runs not judged (machine load) {tally['disturbed'][i]}")
+    print(load_line())
 
 
 if __name__ == "__main__":

@@ -49,15 +49,21 @@ class EventRow:
     last_of_delegate: bool = False
     warnings: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        """The public event: identity, times, and their statistics rounded to the nanosecond."""
+    def to_json(self, *, exact: bool = False) -> dict[str, Any]:
+        """The public event: identity, times, and their statistics, rounded once to the nanosecond.
+
+        Times are held unrounded (ticks / clock) and every statistic is taken from them before it
+        is rounded. `exact=True` gives the times unrounded: what totals are summed from, so a sum
+        of many events is not off by their rounding.
+        """
+        keep = (lambda values: list(values)) if exact else (lambda values: [rounded(v) for v in values])
         out: dict[str, Any] = {
             "name": self.name, "kind": self.kind, "method": self.method, "op_types": self.op_types,
             "delegate_debug_id": self.delegate_debug_id, "delegate_backend_name": self.backend,
-            "instruction_id": self.instruction_id, "metadata": self.metadata, "times_us": self.times_us,
+            "instruction_id": self.instruction_id, "metadata": self.metadata, "times_us": keep(self.times_us),
         }
         if self.call_overhead_us is not None:
-            out["call_overhead_us"] = self.call_overhead_us
+            out["call_overhead_us"] = keep(self.call_overhead_us)
         out.update({k: rounded(v) for k, v in summarize(self.times_us).items()})
         if self.call_overhead_us is not None:
             out["call_overhead_p50_us"] = p50(self.call_overhead_us)
@@ -93,11 +99,12 @@ def build_profile(
     inspected = inspect_etdump(data, etdump_path, etrecord_path, etrecord)
     rows = [row for kept in inspected.methods for row in _rows(kept.block, kept.method, scale)]
     events = [row.to_json() for row in rows]
+    exact = [row.to_json(exact=True) for row in rows]  # what totals are summed from
     warnings = inspected.warnings + [w for row in rows for w in row.warnings]
     warnings += check_events(events, etdump_path, etrecord_path)
     refuse_timeless(events, etdump_path)
     main = main_method(events)
-    mine = method_events(events, main)
+    mine = method_events(exact, main)
     iterations = iterations_of(mine)
     if iterations < MIN_ITERATIONS:
         warnings.append(f"only {iterations} iteration(s): fewer than {MIN_ITERATIONS} cannot show the run's own "
@@ -114,7 +121,7 @@ def build_profile(
         "events": events,
         "totals_us": totals,
         "npu_fraction": npu_fraction,
-        "methods": _methods(inspected, events),
+        "methods": _methods(inspected, exact),
         "cpu_fallback_ops": ev.unique(t for e in mine if e["kind"] == ev.CPU_OP for t in e["op_types"]),
         "load_us": _load_times(inspected.load_block, scale),
         "memory": _memory(console, pte_path),
@@ -196,7 +203,7 @@ def _row(event: Any, method: str, scale: TimeScale) -> EventRow:
         name=event.name, method=method, delegated=delegated, backend=event.delegate_backend_name,
         op_types=ev.unique(event.op_types), delegate_debug_id=event.delegate_debug_identifier,
         instruction_id=event._instruction_id,  # no public accessor; needed to pair events
-        metadata=metadata, times_us=[rounded(t / per_us) for t in event.perf_data.raw],
+        metadata=metadata, times_us=[t / per_us for t in event.perf_data.raw],
         start=(event.start_time or [0])[0],
     )
     if metadata is not None and metadata["kind"] == "invalid":
@@ -219,7 +226,7 @@ def _fold_operator_calls(rows: list[EventRow]) -> list[EventRow]:
         if native is None:
             kept.append(row)
             continue
-        native.call_overhead_us = [rounded(max(0.0, o - n)) for o, n in zip(row.times_us, native.times_us)]
+        native.call_overhead_us = [max(0.0, o - n) for o, n in zip(row.times_us, native.times_us)]
     return kept
 
 

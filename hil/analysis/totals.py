@@ -1,5 +1,9 @@
 """Per-iteration sums by kind, reported as their medians, and the NPU fraction.
 
+Sums, medians and the fraction are taken from the times as given and rounded once, at the end: a
+total summed from times already rounded to the nanosecond drifts by their rounding (one event in
+three rounded up is a nanosecond per three events), and a fraction of rounded totals drifts again.
+
 Works on the public event dicts of a profile (what profile.json holds), so the regression side can
 recompute totals after dropping warm-up iterations with the very same definitions.
 """
@@ -14,6 +18,7 @@ from hil.analysis.statistics import percentile
 
 # Times in a profile are rounded to the nanosecond: 3 decimals of a microsecond.
 DECIMALS = 3
+FRACTION_DECIMALS = 6
 
 Event = Mapping[str, Any]
 
@@ -23,9 +28,14 @@ def rounded(value: float) -> float:
     return round(value, DECIMALS)
 
 
+def _median(values: Sequence[float]) -> float:
+    """Median, unrounded; 0 for no values."""
+    return percentile(values, 50) if values else 0.0
+
+
 def p50(values: Sequence[float]) -> float:
     """Median, rounded to the nanosecond; 0 for no values."""
-    return rounded(percentile(values, 50)) if values else 0.0
+    return rounded(_median(values))
 
 
 def _per_iteration(events: Sequence[Event], iterations: int, key: str = "times_us") -> list[float]:
@@ -68,19 +78,20 @@ def totals_from_events(events: Sequence[Event], iterations: int) -> tuple[dict[s
     cpu = _per_iteration(by_kind[ev.CPU_OP], iterations)
     dispatch = _per_iteration(by_kind[ev.CPU_OP], iterations, "call_overhead_us")
     calls = _per_iteration(by_kind[ev.DELEGATE_CALL], iterations)
-    totals = {
-        "method_execute": p50(method),
-        "npu_kernels": p50(_per_iteration(by_kind[ev.NPU_KERNEL], iterations)),
-        "delegate_ops": p50(_per_iteration(by_kind[ev.DELEGATE_OP], iterations)),
-        "cpu_ops": p50(cpu),
-        "cpu_call_overhead": p50(dispatch),
-        "delegate_calls": p50(calls),
-        "delegate_overhead": p50(_delegate_overheads(events, iterations)),
-        "profiling_dump": p50(_per_iteration(by_kind[ev.PROFILING_DUMP], iterations)),
-        "unattributed": p50([m - c - o - d for m, c, o, d in zip(method, cpu, dispatch, calls)]),
+    exact = {
+        "method_execute": _median(method),
+        "npu_kernels": _median(_per_iteration(by_kind[ev.NPU_KERNEL], iterations)),
+        "delegate_ops": _median(_per_iteration(by_kind[ev.DELEGATE_OP], iterations)),
+        "cpu_ops": _median(cpu),
+        "cpu_call_overhead": _median(dispatch),
+        "delegate_calls": _median(calls),
+        "delegate_overhead": _median(_delegate_overheads(events, iterations)),
+        "profiling_dump": _median(_per_iteration(by_kind[ev.PROFILING_DUMP], iterations)),
+        "unattributed": _median([m - c - o - d for m, c, o, d in zip(method, cpu, dispatch, calls)]),
     }
-    fraction = totals["npu_kernels"] / totals["method_execute"] if totals["method_execute"] > 0 else None
-    return totals, None if fraction is None else round(fraction, 6)
+    whole = exact["method_execute"]
+    fraction = None if whole <= 0 else round(exact["npu_kernels"] / whole, FRACTION_DECIMALS)
+    return {k: rounded(v) for k, v in exact.items()}, fraction
 
 
 def main_method(events: Sequence[Event]) -> str:

@@ -31,6 +31,8 @@ END_LINE = "Program complete, exiting."
 EXIT_FUNCTION = "semihost_exit"
 # Seconds QEMU's UART socket gets to show up as connected in `info chardev`.
 SERIAL_ATTACH_S = 5.0
+# Seconds a failure waits for QEMU's exit status when QEMU may be dying (only on the way to an error).
+QEMU_REAP_S = 0.5
 # How an image without the run-configuration handshake gets it (the harness builds the replay image).
 REBUILD_HINT = "the harness builds QEMU replay images itself: hil.firmware.qemu_image.build_qemu_image(..., runs=N)"
 
@@ -255,9 +257,11 @@ class QemuBoard:
     def _with_qemu_status(self, exc: TargetError) -> TargetError:
         """Add QEMU's fate to a failure: 'QEMU died (status -9)' explains most lost debugger sessions."""
         qemu = self._qemu
-        if qemu is None or qemu.alive:
+        # A killed QEMU closes its sockets before it can be reaped: gdb may see the stub go first.
+        status = None if qemu is None else qemu.exit_status(QEMU_REAP_S)
+        if status is None:
             return exc
-        note = f"; QEMU exited with status {qemu.exit_status(0.1)} (log: {self.qemu_log})"
+        note = f"; QEMU exited with status {status} (log: {self.qemu_log})"
         widened = type(exc)(f"{exc}{note}")
         widened.__dict__.update(exc.__dict__)  # a fault's report travels on
         return widened

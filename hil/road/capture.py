@@ -26,6 +26,9 @@ from hil.road.serial_reader import SerialReader
 RESULT_LINE = re.compile(
     r"Result buf: (0x[0-9a-fA-F]{1,16}|\(nil\)|0), size: (\d{1,20})(?!\d)(?:, crc32: 0x([0-9a-fA-F]{1,8})(?![0-9a-fA-F]))?"
 )
+# The same line, whole: its end of line seen. A line still arriving matches RESULT_LINE too early
+# ("size: 18" of "size: 1832, crc32: ..."), so the console is read for the whole line only.
+RESULT_LINE_DONE = re.compile(RESULT_LINE.pattern + r"[^\n]*\n")
 # Seconds for the console to catch up with what GDB already sees (UART and socket latency).
 CONSOLE_LAG_S = 5.0
 # Seconds an interrupt gets when the breakpoint deadline passes.
@@ -178,7 +181,7 @@ def check_console_result(ctx: RunContext, result: EtdumpResult, timeout: float =
     """The console's `Result buf: 0x..., size: N` must agree with what GDB read; returns `result`
     with the CRC-32 the line printed (None when it printed none)."""
     try:
-        match = ctx.serial.expect(RESULT_LINE, timeout)
+        match = ctx.serial.expect(RESULT_LINE_DONE, timeout)
     except TargetError as exc:
         raise ctx.failure(f"the console never printed 'Result buf: ..., size: ...': {exc}") from exc
     printed_addr = 0 if match.group(1) == "(nil)" else int(match.group(1), 0)

@@ -24,8 +24,10 @@ from hil.atomic import file_mode, write_bytes
 from hil.errors import TargetError, TimeoutExpired
 from hil.road.process import ManagedProcess
 
-# pygdbmi waits this long for more output after each burst; its 0.2 s default costs 0.2 s a command.
-MI_QUIET_S = 0.01
+# pygdbmi waits this long for more output after each burst (its 0.2 s default costs 0.2 s a command);
+# nothing here needs the wait, since every command waits for its own result record, so it is kept just
+# above 0 (0 turns pygdbmi's early return off: each read then waits its whole timeout).
+MI_QUIET_S = 0.001
 # Longest single wait on gdb's stdout, so a dead gdb is noticed within it.
 PUMP_S = 0.25
 # Bytes per -data-read-memory-bytes: small enough to keep each command well inside its timeout.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import socket
 import threading
 import time
 from pathlib import Path
@@ -255,6 +256,27 @@ class SerialReader:
         port, self._port = self._port, None
         if port is not None:
             try:
-                port.close()
+                if self.reconnect or not _close_socket_at_once(port):
+                    port.close()
             except (serial.SerialException, OSError):
                 pass
+
+
+def _close_socket_at_once(port: serial.SerialBase) -> bool:
+    """Close a `socket://` port without pyserial's pause; False for any other kind of port.
+
+    pyserial's socket close() sleeps 0.3 s after closing, to give the server time before a quick
+    reconnect; a reader that will not reconnect (QEMU's UART: the run is over) has nothing to wait
+    for, and that pause was a third of a QEMU run's harness time.
+    """
+    sock = getattr(port, "_socket", None)
+    if not isinstance(sock, socket.socket):
+        return False
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # the peer is gone already
+    sock.close()
+    port._socket = None
+    port.is_open = False
+    return True

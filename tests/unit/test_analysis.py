@@ -205,31 +205,6 @@ def test_missing_or_foreign_etrecord(art: dict[str, Any], tmp_path: Path) -> Non
     assert str(out / "tiny.etdump") in str(info.value) and str(out / "other.etrecord") in str(info.value)
 
 
-@pytest.mark.parametrize(
-    ("data", "expected"),
-    [
-        (bytes([0]), {"kind": "profiling_dump"}),
-        (bytes([5]), {"kind": "kernel", "function_code": 5}),
-        (bytes([255]), {"kind": "kernel", "function_code": 255}),
-        ((0x3 << 8 | 0x2 << 4 | 0x0).to_bytes(2, "little"), {"kind": "sdk_version", "version": "3.2.0"}),
-        ((0x1 << 8 | 0xF << 4 | 0x9).to_bytes(2, "little"), {"kind": "sdk_version", "version": "1.15.9"}),
-        (b"\x01\x02\x03", {"kind": "invalid", "raw": "010203"}),
-        (b"", {"kind": "none"}),
-        (None, {"kind": "none"}),
-    ],
-)
-def test_decode_neutron_metadata(data: bytes | None, expected: dict[str, Any]) -> None:
-    decoded = ev.decode_neutron_metadata(data)
-    assert {k: decoded[k] for k in expected} == expected
-
-
-def test_metadata_bytes_accepts_inspector_forms() -> None:
-    assert ev.metadata_bytes(b"\x07") == b"\x07"
-    assert ev.metadata_bytes("") is None and ev.metadata_bytes(None) is None
-    assert ev.metadata_bytes([1, 2]) == b"\x01\x02"
-    assert ev.decode_event_metadata([b"\x07", b"\x08"])["varies_between_runs"] is True
-
-
 # ---- (B) a program lowered to the simulated Neutron backend, with an ETDump written by hand ----------
 #
 # Fixed tick counts, so every total below is worked out by hand. PAL (CPU) ticks run at 100 per us,
@@ -256,10 +231,11 @@ def _profile_event(name: str | None, instr: int, start: int, end: int, delegate_
 
 
 def _hand_etdump(path: Path, metadata: tuple[bytes | None, bytes | None] = (b"\x03", b"\x00"),
-                 prefixed: bool = True, dumps: bool = True, vary: bool = False) -> None:
+                 prefixed: bool = True, dumps: bool = True, vary: bool = False, short_call: bool = False) -> None:
     """Write the runs described above; the CPU operator's events first, though they start later (the
     analysis orders events by start time). `dumps=False` leaves out the dump events; `vary` gives
-    run 2's kernels another function code."""
+    run 2's kernels another function code; `short_call` makes run 2's OPERATOR_CALL 2300 PAL (23 us),
+    shorter than the 25 us kernel it wraps (two timestamps read at different moments can do that)."""
     from executorch.devtools.etdump.schema_flatcc import ETDumpFlatCC, RunData
     from executorch.devtools.etdump.serialize import serialize_to_etdump_flatcc
 
@@ -271,7 +247,7 @@ def _hand_etdump(path: Path, metadata: tuple[bytes | None, bytes | None] = (b"\x
         meta = b"\x04" if vary and i == 2 else kernel_meta
         events = [
             _profile_event("native_call_sigmoid.out", 1, t + 5300, t + 7800),
-            _profile_event("OPERATOR_CALL", 1, t + 5200, t + 8200),
+            _profile_event("OPERATOR_CALL", 1, *((t + 5400, t + 7700) if short_call and i == 2 else (t + 5200, t + 8200))),
             _profile_event(None, 0, n, n + 1000, 0, meta),
             *([_profile_event(None, 0, n + 1000, n + 2200, 1, dump_meta)] if dumps else []),
             _profile_event("DELEGATE_CALL", 0, t + 100, t + 5100),
@@ -347,6 +323,36 @@ def test_delegate_overhead_is_never_negative(npu_profile: dict[str, Any]) -> Non
     assert last["methods"]["forward"]["npu_fraction"] == 0.346535
 
 
+def test_totals_are_exact_to_the_nanosecond_when_no_time_is(art: dict[str, Any], tmp_path: Path) -> None:
+    """The same ticks read at 11x the clocks: every time is the figure above / 11, which no 3 decimals hold."""
+    _hand_etdump(tmp_path / "npu.etdump")
+    p = build_profile(tmp_path / "npu.etdump", art["out"] / "npu.etrecord", board="rt700", model="two",
+                      simulated=True, ticks_per_us=11 * PAL, neutron_ticks_per_us=11 * NPU)
+    # 201/11 = 18.2727, 50/11 = 4.54545, 25/11 = 2.2727, 5/11 = 0.45454, 90/11 = 8.18181, 16/11 = 1.45454,
+    # 64/11 = 5.81818, 81/11 = 7.36363; summed from times rounded first, dispatch would be 2.727 - 2.273 =
+    # 0.454, the calls 4.545 + 3.636 = 8.181, and the rest follow.
+    assert p["totals_us"] == {
+        "method_execute": 18.273, "npu_kernels": 4.545, "delegate_ops": 0.0, "cpu_ops": 2.273,
+        "cpu_call_overhead": 0.455, "delegate_calls": 8.182, "delegate_overhead": 1.455, "profiling_dump": 5.818,
+        "unattributed": 7.364,
+    }
+    assert p["npu_fraction"] == 0.248756  # 50 / 201, not 4.545 / 18.273 = 0.248728
+    (sigmoid,) = [e for e in p["events"] if e["kind"] == "cpu_op"]
+    assert sigmoid["times_us"] == [2.273] * 3 and sigmoid["call_overhead_us"] == [0.455] * 3
+    assert sigmoid["call_overhead_p50_us"] == 0.455
+
+
+def test_cpu_dispatch_is_never_negative(art: dict[str, Any], tmp_path: Path) -> None:
+    _hand_etdump(tmp_path / "short.etdump", short_call=True)
+    p = build_profile(tmp_path / "short.etdump", art["out"] / "npu.etrecord", board="rt700", model="two",
+                      simulated=True, ticks_per_us=PAL, neutron_ticks_per_us=NPU)
+    (sigmoid,) = [e for e in p["events"] if e["kind"] == "cpu_op"]
+    assert sigmoid["call_overhead_us"] == [5.0, 5.0, 0.0]  # 30 - 25, 30 - 25, and 23 - 25 taken as 0
+    last = drop_warmup(p, 2)
+    assert last["totals_us"]["cpu_call_overhead"] == 0.0
+    assert last["totals_us"]["unattributed"] == 87.0  # 202 - 25 (sigmoid) - 0 (dispatch) - 90 (calls 50 + 40)
+
+
 def test_reading_npu_ticks_at_the_cpu_clock_changes_the_numbers(art: dict[str, Any], tmp_path: Path) -> None:
     _hand_etdump(tmp_path / "npu.etdump")
     one_clock = build_profile(tmp_path / "npu.etdump", art["out"] / "npu.etrecord", board="rt700", model="two",
@@ -419,15 +425,6 @@ def test_pte_memory_of_cpu_program(art: dict[str, Any], tmp_path: Path) -> None:
     (tmp_path / "bad.pte").write_bytes(b"\x00" * 64)
     with pytest.raises(AnalysisError, match="bad.pte"):
         pte_memory(tmp_path / "bad.pte")
-
-
-def test_a_dump_that_exactly_fits_beside_the_kernels_is_subtracted():
-    from hil.analysis.totals import call_overhead
-
-    assert call_overhead(10.0, 6.0, 4.0) == 0.0  # fits exactly: nothing left
-    assert call_overhead(10.0, 6.0, 3.5) == 0.5
-    assert call_overhead(10.0, 6.0, 5.0) == 4.0  # does not fit: call minus kernels
-    assert call_overhead(10.0, 12.0, 1.0) == 0.0  # kernels outlast the call: never negative
 
 
 def test_a_dump_whose_timer_never_ticked_is_refused_naming_the_cause(art: dict[str, Any], tmp_path: Path) -> None:

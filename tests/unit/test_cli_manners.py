@@ -89,3 +89,31 @@ def test_input_errors_exit_2(tmp_path, args, code):
     done = hil(*[a.replace("{tmp}", str(tmp_path)) for a in args], timeout=300)
     assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stderr
+
+
+_EXIT_CHILD = """
+import atexit, sys
+class Teardown:
+    def __del__(self):
+        sys.__stdout__.write("teardown ran\\n")
+kept = Teardown()  # freed only when the interpreter tears its modules down
+atexit.register(lambda: print("atexit ran"))
+sys.stdout.write("x" * 100000)  # still in the pipe's buffer when the command ends
+sys.argv = ["hil", *sys.argv[1:]]
+from hil.cli import console_main
+console_main()
+"""
+
+
+@pytest.mark.parametrize(("args", "torn_down"), [
+    (["inspect", "no-such.etdump", "--etrecord", "no-such.bin"], False),  # loads torch (the Inspector) first
+    (["compare", "no-such-a.json", "no-such-b.json"], True),  # never loads torch: an ordinary exit
+])
+def test_the_hil_command_skips_the_teardown_only_once_torch_is_loaded(args, torn_down):
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout buffered, as usual
+    done = subprocess.run([sys.executable, "-c", _EXIT_CHILD, *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, env=buffered)
+    assert done.returncode == 2 and f"hil {args[0]}: " in done.stderr, done.stderr
+    # whatever the exit: the output still buffered and the atexit handlers are kept
+    assert done.stdout.startswith("x" * 100000 + "atexit ran\n")
+    assert ("teardown ran" in done.stdout) is torn_down

@@ -1,8 +1,10 @@
-"""Event kinds, op-type matching, the main method and the pairing checks, on events written by hand."""
+"""Event kinds, Neutron metadata, op-type matching, the main method, the pairing checks and a delegate call's
+overhead, on events written by hand."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,6 +47,11 @@ def test_other_backends_and_host_events():
     ("native_call_add.out", ["aten.sub.Tensor"], False),
     ("native_call_add.out", [], False),
     ("native_call_tanh.out", ["aten.sigmoid.default"], False),
+    # The kernel's base name may be the start of the op type's: an in-place form, a suffixed variant...
+    ("native_call_add.out", ["aten.add_.Tensor"], True),
+    ("native_call_max_pool2d.out", ["aten.max_pool2d_with_indices.default"], True),
+    # ... but never the other way round: a longer kernel name does not fit a shorter op type.
+    ("native_call_max_pool2d_with_indices.out", ["aten.max_pool2d.default"], False),
     ("OPERATOR_CALL", ["aten.add.Tensor"], None),
     ("DELEGATE_CALL", [], None),
 ])
@@ -110,3 +117,37 @@ def test_no_method_time_means_no_fraction():
     assert totals_from_events([method, kernel], 1)[1] == 0.5
     assert totals_from_events([], 0) == (totals_from_events([], 0)[0], None)
     assert totals_from_events([], 0)[0]["method_execute"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (bytes([0]), {"kind": "profiling_dump"}),
+        (bytes([5]), {"kind": "kernel", "function_code": 5}),
+        (bytes([255]), {"kind": "kernel", "function_code": 255}),
+        ((0x3 << 8 | 0x2 << 4 | 0x0).to_bytes(2, "little"), {"kind": "sdk_version", "version": "3.2.0"}),
+        ((0x1 << 8 | 0xF << 4 | 0x9).to_bytes(2, "little"), {"kind": "sdk_version", "version": "1.15.9"}),
+        (b"\x01\x02\x03", {"kind": "invalid", "raw": "010203"}),
+        (b"", {"kind": "none"}),
+        (None, {"kind": "none"}),
+    ],
+)
+def test_decode_neutron_metadata(data: bytes | None, expected: dict[str, Any]) -> None:
+    decoded = ev.decode_neutron_metadata(data)
+    assert {k: decoded[k] for k in expected} == expected
+
+
+def test_metadata_bytes_accepts_inspector_forms() -> None:
+    assert ev.metadata_bytes(b"\x07") == b"\x07"
+    assert ev.metadata_bytes("") is None and ev.metadata_bytes(None) is None
+    assert ev.metadata_bytes([1, 2]) == b"\x01\x02"
+    assert ev.decode_event_metadata([b"\x07", b"\x08"])["varies_between_runs"] is True
+
+
+def test_a_dump_that_exactly_fits_beside_the_kernels_is_subtracted():
+    from hil.analysis.totals import call_overhead
+
+    assert call_overhead(10.0, 6.0, 4.0) == 0.0  # fits exactly: nothing left
+    assert call_overhead(10.0, 6.0, 3.5) == 0.5
+    assert call_overhead(10.0, 6.0, 5.0) == 4.0  # does not fit: call minus kernels
+    assert call_overhead(10.0, 12.0, 1.0) == 0.0  # kernels outlast the call: never negative

@@ -159,3 +159,47 @@ def test_open_times_out_naming_the_url(tmp_path: Path) -> None:
         SerialReader(f"socket://127.0.0.1:{port}", tmp_path / "serial.log", open_timeout=0.5).start()
     assert time.monotonic() - start < 3.0
     assert f"socket://127.0.0.1:{port}" in str(info.value)
+
+
+def test_a_reader_that_will_not_reconnect_closes_without_pyserials_pause(server, tmp_path: Path, monkeypatch) -> None:
+    """pyserial's socket close() sleeps 0.3 s for a quick reconnect; only a reconnecting reader may wait it."""
+    from serial.urlhandler import protocol_socket
+
+    pauses: list[float] = []
+
+    class Clock:
+        def __getattr__(self, name):
+            return getattr(time, name)
+
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            pauses.append(seconds)
+
+    monkeypatch.setattr(protocol_socket, "time", Clock())
+    reader = SerialReader(f"socket://127.0.0.1:{server.port}", tmp_path / "serial.log").start()
+    server.send(b"Program complete\n")
+    reader.expect("Program complete", timeout=5)
+    server.hang_up()  # QEMU exited: the reader sees the port go
+    reader.close()
+    assert pauses == [] and reader._port is None
+    again = ConsoleServer(free_tcp_port()).listen()
+    keeps = SerialReader(f"socket://127.0.0.1:{again.port}", tmp_path / "again.log", reconnect=True).start()
+    keeps.close()
+    again.hang_up()
+    assert pauses == [0.3]  # pyserial's own close, kept for a reader that reconnects
+
+
+def test_the_result_line_is_read_whole_though_it_arrives_in_pieces(server, tmp_path: Path) -> None:
+    """A UART delivers a line in pieces: the size is read from the whole line, not from its first digits."""
+    from hil.road.capture import EtdumpResult, RunContext, check_console_result
+
+    reader = SerialReader(f"socket://127.0.0.1:{server.port}", tmp_path / "serial.log").start()
+    try:
+        server.send(b"Result buf: 0x38000000, size: 18")
+        time.sleep(0.3)  # let the reader see the first piece alone (a pause, not a timed assertion)
+        server.send(b"32, crc32: 0x0badf00d\r\n")
+        ctx = RunContext(board="qemu", breakpoint="hil_etdump_ready", serial=reader, transcript=tmp_path / "mi.log")
+        checked = check_console_result(ctx, EtdumpResult(0x38000000, 1832), timeout=5)
+    finally:
+        reader.close()
+    assert (checked.address, checked.size, checked.crc32) == (0x38000000, 1832, 0x0BADF00D)
