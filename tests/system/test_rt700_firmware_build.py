@@ -1,11 +1,11 @@
 """The RT700 firmware built and linked for real, then checked, from the pinned upstream workspace.
 
 The build needs the source workspace `make rt700-sdk` assembles (ExecuTorch, the MCUXpresso SDK pieces
-for mimxrt700evk, the Neutron libraries; firmware/rt700/pins.toml). CI has no such workspace and no
-network to make one, so there this test skips and says why; on a bench, or any machine that set
-RT700_SDK_DIR, it runs `make firmware` exactly as the README tells a user to. A cold build takes about
-four minutes on two cores (most of it ExecuTorch's portable kernels); set RT700_TEST_BUILD_DIR to keep
-the build folder between runs.
+for mimxrt700evk, the Neutron libraries; firmware/rt700/pins.toml). `make test` assembles it (CI from its
+lab mirror, HIL_GIT_BASE) and names it in RT700_SDK_DIR; a machine that has neither the network nor a
+mirror skips this test and says why. It runs `make firmware` exactly as the README tells a user to. A cold
+build takes 4-9 minutes on two cores (most of it ExecuTorch's portable kernels); set RT700_TEST_BUILD_DIR
+to keep the build folder between runs.
 
 What it checks comes from tools other than the harness: binutils' readelf and nm for sections and
 symbols, objcopy + hashlib for the compiled-in model.
