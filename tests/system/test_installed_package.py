@@ -44,7 +44,8 @@ USER_TESTS = textwrap.dedent(
 
     def test_cifar10_is_fast_enough(hil_profile, caplog):
         run = hil_profile("cifar10", delegate="none")
-        assert run.profile["totals_us"]["method_execute"] < 2_000_000
+        # Emulated instructions on the QEMU runtime image (1 us = 250), host nanoseconds on the replay image.
+        assert run.profile["totals_us"]["method_execute"] < 5_000_000
         assert run.profile["iterations"] == 2  # the project's ini file: hil_iterations = "2"
         steps = [r.getMessage() for r in caplog.records if r.name == "hil"]
         assert any(m.startswith("export cifar10") for m in steps) and any(m.startswith("analyse") for m in steps)
