@@ -12,10 +12,9 @@ PROJECT_TESTS = textwrap.dedent(
     """
     def test_uses_et_hil(hil_artifacts_dir, request):
         import executorch.devtools, executorch.exir  # noqa: F401  (what every run imports)
-        assert "record_testsuite_property" in request.fixturenames  # et-hil's JUnit hook acts here
 
     def test_never_touches_et_hil(request):
-        assert "record_testsuite_property" not in request.fixturenames
+        assert request.fixturenames == ["request"]  # no fixture of et-hil's attaches itself to it
     """
 )
 

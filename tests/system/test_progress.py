@@ -21,8 +21,13 @@ from hil.progress import BAR_DELAY_S, Terminal
 REPO = Path(__file__).resolve().parents[2]
 RUN = [sys.executable, "-m", "hil.cli", "run", "--board", "qemu", "--model", "cifar10", "--no-delegate",
        "--iterations", "1"]
-STEPS = ["import torch, executorch…", "export cifar10 (", "simulate the ETDump of cifar10 (1 runs)…",
-         "build the QEMU replay image…", "flash firmware.elf to qemu…", "run iterations 1, warm-up 0 and read out",
+# The image steps: the runtime image's where the pinned sources are (make test names them in RT700_SDK_DIR), else
+# the replay image's.
+_SOURCES = os.environ.get("RT700_SDK_DIR", "")
+IMAGE_STEPS = (["build the QEMU runtime image (ExecuTorch on the emulated Cortex-M33)…", "flash hil_qemu_runtime.elf to qemu…"]
+               if _SOURCES and Path(_SOURCES, "workspace.env").is_file() else
+               ["simulate the ETDump of cifar10 (1 runs)…", "build the QEMU replay image…", "flash firmware.elf to qemu…"])
+STEPS = ["import torch, executorch…", "export cifar10 (", *IMAGE_STEPS, "run iterations 1, warm-up 0 and read out",
          "analyse the ETDump with the ETRecord…"]
 
 
