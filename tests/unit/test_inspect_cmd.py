@@ -42,13 +42,27 @@ def test_bare_dump_clock_comes_only_from_flags():
     assert bare_time_scale(_args(clock_mhz=200.0), NEUTRON) == (TimeScale(200.0, None, True), "clock")
 
 
-def test_a_board_files_clock_applies_to_tick_based_dumps_only():
+@pytest.fixture
+def no_sources(monkeypatch, tmp_path):
+    """No firmware source workspace: the QEMU board file's `auto` means the replay image, as these tests read."""
+    monkeypatch.setenv("RT700_SDK_DIR", str(tmp_path / "no-workspace"))
+
+
+def test_a_board_files_clock_applies_to_tick_based_dumps_only(no_sources):
     qemu = REPO / "boards" / "qemu.toml"
     assert bare_time_scale(_args(board_config=qemu), CPU_ONLY) == (TimeScale(1000.0), "qemu")
     assert bare_time_scale(_args(board_config=qemu), XNNPACK) == (TimeScale(1000.0), "qemu")
     assert bare_time_scale(_args(board_config=qemu), NEUTRON) == (TimeScale(324.0, 250.0, True), "qemu")
     rt700 = REPO / "boards" / "rt700.toml"
     assert bare_time_scale(_args(board_config=rt700), CPU_ONLY)[0] == TimeScale(324.0, None, True)
+
+
+def test_with_sources_a_qemu_board_file_reads_a_bare_dump_as_the_runtime_images_ticks(monkeypatch, tmp_path):
+    (tmp_path / "workspace.env").write_text("EXECUTORCH_ROOT=executorch\n")
+    monkeypatch.setenv("RT700_SDK_DIR", str(tmp_path))
+    qemu = REPO / "boards" / "qemu.toml"
+    # The runtime image's PAL counts a 20 MHz counter; its simulated NPU timer runs at the board file's 250 MHz.
+    assert bare_time_scale(_args(board_config=qemu), CPU_ONLY) == (TimeScale(20.0, 250.0, True), "qemu")
     assert board_time_scale("rt700", 100.0, neutron=False) == TimeScale(100.0, None, True)
 
 
@@ -124,7 +138,7 @@ def test_inspect_files_prints_ticks_for_a_bare_dump(run_folder: Path, capsys: py
     assert "times in us" in capsys.readouterr().out
 
 
-def test_inspect_files_with_a_board_file_and_a_pte(run_folder: Path, capsys: pytest.CaptureFixture[str]):
+def test_inspect_files_with_a_board_file_and_a_pte(run_folder: Path, capsys: pytest.CaptureFixture[str], no_sources):
     args = _args(path=run_folder / "trace.etdump", etrecord=run_folder / "etrecord.bin",
                  board_config=REPO / "boards" / "qemu.toml", pte=run_folder / "model.pte")
     assert inspect_files(args) == 0

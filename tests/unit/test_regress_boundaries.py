@@ -75,5 +75,9 @@ def test_a_new_run_of_one_iteration_is_not_judged():
     # on a board clock (no machine-load rule), every event twice as slow, but in one iteration only
     comparison = compare_runs([profile(dict(BASE), clock=TICKS) for _ in range(3)],
                               [profile({k: 2 * v for k, v in BASE.items()}, clock=TICKS, iterations=1)])
-    assert {d.verdict for d in comparison.deltas} == {"unjudged"} and not comparison.has_regression
-    assert "warning: events measured in 1 iteration cannot be judged (n = 1); run more iterations" in comparison.notes
+    # Nothing can decide a doubled event from one iteration against 3 runs of one board clock: "cannot judge"
+    # (the gate says how many more baseline runs it needs), never a regression.
+    assert {d.verdict for d in comparison.deltas} == {"cannot judge"} and not comparison.has_regression
+    # 1 run against K runs reaches p = 1/(K+1) at best: 1/(9+1) <= 0.1 needs 9 baseline runs, 6 more than these 3.
+    assert ("cannot judge: 6 more baseline run(s) needed (4 slower event(s) measured in 1 iteration, where the rank "
+            "test cannot reach alpha 0.1 yet: Method::execute, a, b, c)") in comparison.notes
