@@ -116,10 +116,12 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
 
 
 def _runtime_key(sources: RuntimeSources, compiler: str, flatc: Path | None) -> str:
-    """sha256 over what the ExecuTorch libraries depend on."""
+    """sha256 over what the ExecuTorch libraries depend on, and the CMake source folder: a build folder
+    belongs to one (CMake refuses another), so a checkout and an installed wheel keep their own."""
     digest = hashlib.sha256()
     for label, blob in (("version", _RUNTIME_VERSION.encode()), ("compiler", compiler.encode()),
-                        ("pins", sources.pins_record), ("flatc", str(flatc or "").encode())):
+                        ("pins", sources.pins_record), ("flatc", str(flatc or "").encode()),
+                        ("source", str(RUNTIME_DIR.resolve()).encode())):
         digest.update(f"{label}:{len(blob)}:".encode() + blob)
     _hash_tree(digest, _RUNTIME_INPUTS)
     return digest.hexdigest()
