@@ -173,14 +173,15 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checke
         from hil.firmware.sim_neutron_table import simulation_truth
 
         assert firmware.workspace is not None
-        npu_mhz = float(cfg.get("simulation.npu_clock_mhz") or RUNTIME_TICK_MHZ)
+        scale = runtime_time_scale(cfg)
+        npu_mhz = scale.npu_ticks_per_us  # the simulated NPU's timer, as the image's table counts it
         pte = request.out_dir / "model.pte"
         with timer.step("build_image", "build the QEMU runtime image (ExecuTorch on the emulated Cortex-M33)"):
             elf = build_runtime_image(pte, RuntimeSources.from_workspace(firmware.workspace), flatc=wheel_flatc(),
                                       options={"HIL_SIM_NPU_CLOCK_MHZ": f"{npu_mhz:g}"})
         runs = checked.plan.runs
         truth = simulation_truth(pte, npu_mhz, RUNTIME_TICK_MHZ, runs) if checked.delegate == "neutron-sim" else None
-        return PreparedImage(elf, runtime_time_scale(cfg), truth, firmware="runtime")
+        return PreparedImage(elf, scale, truth, firmware="runtime")
     from hil.buffers.simulated import simulated_buffer
     from hil.firmware.qemu_image import build_qemu_image
 

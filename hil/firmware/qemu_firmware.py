@@ -33,6 +33,7 @@ RUNTIME_DELEGATES = ("none", "neutron-sim")
 # The PAL ticks of the runtime image: mps2-an505's FPGAIO counter at its 20 MHz reference clock
 # (firmware/qemu/runtime/board_glue.c), which the console's `Core/NPU Frequency` line also says.
 RUNTIME_TICK_MHZ = 20.0
+RUNTIME_TICK_NS = 1000.0 / RUNTIME_TICK_MHZ
 WORKSPACE_HINT = "`make rt700-sdk` (offline: HIL_GIT_BASE=<mirror> make rt700-sdk)"
 
 
@@ -114,5 +115,3 @@ def time_base(cfg: BoardConfig, kind: FirmwareKind) -> dict[str, Any]:
                       "pipeline: right for regressions and relative cost, not for RT700 latency"))
     return base
 
-
-RUNTIME_TICK_NS = 1000.0 / RUNTIME_TICK_MHZ
