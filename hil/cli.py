@@ -50,6 +50,13 @@ def _add_lab_options(parser: argparse.ArgumentParser) -> None:
         group.add_argument(flag, dest=dest, type=kind, default=None, metavar=metavar, help=text)
 
 
+def _add_drift_threshold(parser: argparse.ArgumentParser) -> None:
+    from hil.drift.gap import DEFAULT_SNR_DB
+
+    parser.add_argument("--drift-snr-db", "--hil-drift-snr-db", dest="drift_snr_db", type=float, default=None,
+                        metavar="DB", help=f"with debug outputs: an operator below this SNR drifts (default {DEFAULT_SNR_DB:g})")
+
+
 def board_from_args(args: argparse.Namespace) -> BoardConfig:
     cfg = load_board_config(args.board, args.board_config)
     return cfg.with_overrides(overrides_from(vars(args)))
@@ -78,6 +85,8 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
         seed=args.seed,
         jitter=args.jitter,
         wait=args.wait,
+        debug_outputs=args.debug_outputs,
+        drift_snr_db=args.drift_snr_db,
     )
     from hil.progress import for_stream
 
@@ -158,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="relative run-to-run jitter of the simulation")
     run.add_argument("--wait", action="store_true",
                      help="wait for another run writing --out to finish (default: refuse at once)")
+    run.add_argument("--debug-outputs", "--hil-debug-outputs", dest="debug_outputs", action="store_true",
+                     help="record every operator's outputs on the target and name the first that drifts from the ETRecord")
+    _add_drift_threshold(run)
     run.add_argument("-v", "--verbose", action="store_true", help="also print each step's duration as it ends")
     run.add_argument("-q", "--quiet", action="store_true", help="print no step lines or progress bars")
     run.add_argument("--json", action="store_true", help="print the profile as JSON instead of the table")
@@ -183,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the ticks are core cycles at this clock")
     clock.add_argument("--ns", action="store_true", help="the timestamps are nanoseconds (the host runtime's)")
     inspect.add_argument("--json", action="store_true", help="print profile JSON instead of the table")
+    _add_drift_threshold(inspect)
     inspect.add_argument("--no-verify", action="store_true",
                          help="read a run folder's files without checking them against its manifest (a warning says so)")
     inspect.set_defaults(func=_cmd_inspect)

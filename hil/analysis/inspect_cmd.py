@@ -69,8 +69,9 @@ def _run_scale(folder: Path, manifest: dict[str, Any]) -> TimeScale:
     raise AnalysisError(f"{folder}: its manifest records no clock; inspect its files with --clock-mhz")
 
 
-def inspect_run(folder: Path) -> dict[str, Any]:
-    """The profile of a run folder, made again from its files as `hil run` made it."""
+def inspect_run(folder: Path, drift_snr_db: float | None = None) -> dict[str, Any]:
+    """The profile of a run folder, made again from its files as `hil run` made it; with a debug buffer
+    (a debug-output run), its `drift` section too, at `drift_snr_db` or the run's own threshold."""
     from hil.analysis.profile import build_profile
     from hil.regress.stats import drop_warmup
 
@@ -90,6 +91,10 @@ def inspect_run(folder: Path) -> dict[str, Any]:
     profile.update(manifest.get("annotations") or {})  # what the run said beside the dump (what ran on QEMU)
     if manifest.get("warmup"):
         profile = drop_warmup(profile, int(manifest["warmup"]))
+    if (folder / "debug.bin").is_file():
+        from hil.drift.run_step import drift_of_folder
+
+        profile["drift"] = drift_of_folder(folder, manifest, drift_snr_db)
     return profile
 
 
@@ -137,7 +142,7 @@ def inspect_files(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if path.is_dir():
         unverified = _verify(path, getattr(args, "no_verify", False))
-        profile = inspect_run(path)
+        profile = inspect_run(path, getattr(args, "drift_snr_db", None))
         profile["warnings"] = [*unverified, *profile.get("warnings", [])]
     else:
         if args.etrecord is None:

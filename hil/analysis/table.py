@@ -12,6 +12,7 @@ from typing import Any
 
 from hil.analysis.events import short_op as _short_op
 from hil.analysis.totals import main_method
+from hil.drift.report import drift_lines
 
 _COLUMNS = (("event", 30), ("kind", 15), ("op types", 29), ("p50 {unit}", 13), ("share", 7))
 _TOTAL_LABELS = (
@@ -117,6 +118,7 @@ def format_table(profile: dict[str, Any]) -> str:
         lines.append(f"console inference time: {times} us")
     if profile.get("delegated_outputs"):
         lines.append(f"note: {profile['delegated_outputs']}")
+    lines += drift_lines(profile)
     for label, key in (("note", "notes"), ("warning", "warnings")):
         for text in profile.get(key, []):
             lines += textwrap.wrap(f"{label}: {text}", 100, subsequent_indent="  ")

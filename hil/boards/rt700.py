@@ -18,6 +18,7 @@ from pathlib import Path
 
 from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
+from hil.drift.readout import DEBUG_FILE, read_out_debug_buffer
 from hil.errors import BoardConfigError, HilError, TargetError
 from hil.options import OVERRIDES
 from hil.probe.gdbserver import PyocdGdbServer, end_stale_gdbservers
@@ -173,6 +174,9 @@ class Rt700Board:
             self._timed("run_to_breakpoint", start)
 
             start = time.monotonic()
+            debug = None
+            if plan.debug_outputs:  # its console line comes first, so it is read first
+                debug = read_out_debug_buffer(self._gdb, ctx, self.cfg.ram_regions, self.workdir / DEBUG_FILE)
             result, etdump = read_out_etdump(
                 self._gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.workdir / "trace.etdump"
             )
@@ -198,6 +202,7 @@ class Rt700Board:
             crc32=result.crc_record(etdump),
             exit_code=None,  # a bare-metal board has no exit status
             notes=list(self.notes),
+            debug_buffer=debug,
         )
 
     def _close_parts(self, *attrs: str) -> None:

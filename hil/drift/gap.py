@@ -1,0 +1,111 @@
+"""Per-operator numeric gap between the target's intermediate outputs and the ETRecord's reference graph.
+
+ExecuTorch's Inspector does the comparison (`calculate_numeric_gap`): it runs the ETRecord's reference
+graph on the ETRecord's representative inputs, takes the runtime's outputs from the ETDump's debug events
+and the debug buffer they point into, and pairs the two by debug handle. So the ETRecord must carry the
+inputs the target ran (`with_representative_inputs`), or every gap compares different inputs.
+
+The rule for naming the drift: operators in execution order (their debug handles), the first whose SNR
+is below the threshold. An operator whose output is the same to the bit has an infinite SNR (kept as
+`snr_db: null, identical: true`, JSON having no infinity). Outputs a simulated NPU never computed are
+said to be so, and so are the operators after them, whose inputs are those outputs: neither gets a gap.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hil.errors import AnalysisError
+
+if TYPE_CHECKING:
+    import torch
+
+DEFAULT_SNR_DB = 40.0
+DISTANCES = ("SNR", "MSE")
+NOT_COMPUTED = "outputs not computed (simulated NPU)"
+DOWNSTREAM = "inputs not computed (after the simulated NPU): no gap"
+DELEGATE_EVENT = "DELEGATE_CALL"
+
+
+def with_representative_inputs(etrecord_path: Path, inputs: Sequence["torch.Tensor"], out_path: Path) -> None:
+    """Save the ETRecord of `etrecord_path` to `out_path` with `inputs` as its representative inputs."""
+    from hil.analysis.blocks import read_etrecord
+
+    etrecord = read_etrecord(Path(etrecord_path))
+    etrecord.update_representative_inputs([tensor.clone() for tensor in inputs])
+    tmp = Path(out_path).with_name(f".{Path(out_path).name}.partial")
+    try:
+        etrecord.save(str(tmp))
+        tmp.replace(out_path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def numeric_gap(etdump: Path, etrecord: Path, debug_buffer: Path, *, threshold_db: float = DEFAULT_SNR_DB,
+                simulated_npu: bool = False) -> dict[str, Any]:
+    """The `drift` section: every operator's SNR and MSE against the reference, in execution order, and the
+    first operator below `threshold_db` (None when none is)."""
+    frames = {distance: _gap_frame(etdump, etrecord, debug_buffer, distance) for distance in DISTANCES}
+    operators = []
+    for _, row in frames["SNR"].iterrows():
+        handles = [int(h) for h in row["aot_debug_handle"]]
+        operators.append({
+            "op": ", ".join(row["aot_ops"]),
+            "runtime_ops": [str(name) for name in row["runtime_ops"]],
+            "debug_handles": handles,
+            "snr_db": _worst(row["gap"], min),
+        })
+    mse = {tuple(int(h) for h in row["aot_debug_handle"]): _worst(row["gap"], max) for _, row in frames["MSE"].iterrows()}
+    operators.sort(key=lambda entry: min(entry["debug_handles"], default=0))
+    first_uncomputed = None
+    for entry in operators:
+        entry["mse"] = mse.get(tuple(entry["debug_handles"]))
+        delegated = any(name == DELEGATE_EVENT for name in entry["runtime_ops"])
+        if simulated_npu and (delegated or first_uncomputed is not None):
+            first_uncomputed = first_uncomputed or entry["op"]
+            entry.update(status=NOT_COMPUTED if delegated else DOWNSTREAM, snr_db=None, mse=None)
+            continue
+        snr = entry["snr_db"]
+        entry["identical"] = snr == math.inf
+        if snr == math.inf:
+            entry["snr_db"] = None
+        entry["status"] = "drift" if snr is not None and snr < threshold_db else "ok"
+    first = next((entry for entry in operators if entry["status"] == "drift"), None)
+    return {
+        "distance": "SNR (dB) of the target's output against the ETRecord's reference graph; MSE beside it",
+        "threshold_snr_db": threshold_db,
+        "operators": operators,
+        "first_drift": None if first is None else {"op": first["op"], "snr_db": first["snr_db"],
+                                                   "runtime_ops": first["runtime_ops"]},
+        **({"not_computed_from": first_uncomputed} if first_uncomputed else {}),
+    }
+
+
+def _worst(gaps: Any, pick: Any) -> float | None:
+    """One number for an operator with several outputs: its worst gap; NaN (0/0: an all-zero output both
+    sides) counts as identical."""
+    values = [float(g) for g in (gaps if isinstance(gaps, (list, tuple)) else [gaps])]
+    values = [math.inf if math.isnan(v) and pick is min else (0.0 if math.isnan(v) else v) for v in values]
+    return pick(values) if values else None
+
+
+def _gap_frame(etdump: Path, etrecord: Path, debug_buffer: Path, distance: str) -> Any:
+    """calculate_numeric_gap's frame for one distance; any failure becomes an AnalysisError naming the files."""
+    from executorch.devtools import Inspector
+
+    where = f"ETDump {etdump}, debug buffer {debug_buffer}, ETRecord {etrecord}"
+    for path in (etdump, etrecord, debug_buffer):
+        if not Path(path).is_file():
+            raise AnalysisError(f"numeric gap: {path} does not exist ({where})")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            inspector = Inspector(etdump_path=str(etdump), etrecord=str(etrecord), debug_buffer_path=str(debug_buffer))
+            return inspector.calculate_numeric_gap(distance)
+        except Exception as exc:  # the Inspector raises ValueError, RuntimeError, KeyError...
+            raise AnalysisError(f"the Inspector cannot compute the numeric gap ({distance}) of {where}: "
+                                f"{type(exc).__name__}: {exc}") from exc
