@@ -9,6 +9,8 @@ The rule for naming the drift: operators in execution order (their debug handles
 is below the threshold. An operator whose output is the same to the bit has an infinite SNR (kept as
 `snr_db: null, identical: true`, JSON having no infinity). Outputs a simulated NPU never computed are
 said to be so, and so are the operators after them, whose inputs are those outputs: neither gets a gap.
+A simulated-NPU program is not compared at all (the Inspector cannot pair a delegate's uncomputed
+outputs): its delegate calls and operators are listed from the ETDump, each saying why it has no gap.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ if TYPE_CHECKING:
 DEFAULT_SNR_DB = 40.0
 DISTANCES = ("SNR", "MSE")
 NOT_COMPUTED = "outputs not computed (simulated NPU)"
-DOWNSTREAM = "inputs not computed (after the simulated NPU): no gap"
+DOWNSTREAM = "inputs not computed (a simulated-NPU program): no gap"
 DELEGATE_EVENT = "DELEGATE_CALL"
+# ETDump events that are not one operator's output (the Inspector leaves them out of the gap too).
+NOT_OPERATORS = frozenset({"OPERATOR_CALL", "Method::execute", "Method::init", "Program::load_method"})
 
 
 def with_representative_inputs(etrecord_path: Path, inputs: Sequence["torch.Tensor"], out_path: Path) -> None:
@@ -49,6 +53,8 @@ def numeric_gap(etdump: Path, etrecord: Path, debug_buffer: Path, *, threshold_d
                 simulated_npu: bool = False) -> dict[str, Any]:
     """The `drift` section: every operator's SNR and MSE against the reference, in execution order, and the
     first operator below `threshold_db` (None when none is)."""
+    if simulated_npu:
+        return _uncomputed(etdump, etrecord, debug_buffer, threshold_db)
     frames = {distance: _gap_frame(etdump, etrecord, debug_buffer, distance) for distance in DISTANCES}
     operators = []
     for _, row in frames["SNR"].iterrows():
@@ -61,14 +67,8 @@ def numeric_gap(etdump: Path, etrecord: Path, debug_buffer: Path, *, threshold_d
         })
     mse = {tuple(int(h) for h in row["aot_debug_handle"]): _worst(row["gap"], max) for _, row in frames["MSE"].iterrows()}
     operators.sort(key=lambda entry: min(entry["debug_handles"], default=0))
-    first_uncomputed = None
     for entry in operators:
         entry["mse"] = mse.get(tuple(entry["debug_handles"]))
-        delegated = any(name == DELEGATE_EVENT for name in entry["runtime_ops"])
-        if simulated_npu and (delegated or first_uncomputed is not None):
-            first_uncomputed = first_uncomputed or entry["op"]
-            entry.update(status=NOT_COMPUTED if delegated else DOWNSTREAM, snr_db=None, mse=None)
-            continue
         snr = entry["snr_db"]
         entry["identical"] = snr == math.inf
         if snr == math.inf:
@@ -81,8 +81,41 @@ def numeric_gap(etdump: Path, etrecord: Path, debug_buffer: Path, *, threshold_d
         "operators": operators,
         "first_drift": None if first is None else {"op": first["op"], "snr_db": first["snr_db"],
                                                    "runtime_ops": first["runtime_ops"]},
-        **({"not_computed_from": first_uncomputed} if first_uncomputed else {}),
     }
+
+
+def _uncomputed(etdump: Path, etrecord: Path, debug_buffer: Path, threshold_db: float) -> dict[str, Any]:
+    """The section of a simulated-NPU program: its operator events in order, none compared."""
+    from hil.analysis.blocks import inspect_etdump, read_etrecord
+    from hil.analysis.events import short_op
+
+    _require(etdump, etrecord, debug_buffer)
+    inspected = inspect_etdump(Path(etdump).read_bytes(), Path(etdump), Path(etrecord), read_etrecord(Path(etrecord)))
+    operators = []
+    for method in inspected.methods:
+        for event in method.block.events:
+            if event.name in NOT_OPERATORS or event.is_delegated_op or not event.op_types:
+                continue
+            delegated = event.name == DELEGATE_EVENT
+            operators.append({"op": ", ".join(dict.fromkeys(short_op(str(t)) for t in event.op_types)),
+                              "runtime_ops": [str(event.name)], "debug_handles": _handles(event.debug_handles),
+                              "snr_db": None, "mse": None, "identical": False,
+                              "status": NOT_COMPUTED if delegated else DOWNSTREAM})
+        break  # the main method's block
+    return {"distance": "none: " + NOT_COMPUTED, "threshold_snr_db": threshold_db, "operators": operators,
+            "first_drift": None, "note": NOT_COMPUTED}
+
+
+def _handles(handles: Any) -> list[int]:
+    if handles is None:
+        return []
+    return [int(handles)] if isinstance(handles, int) else [int(h) for h in handles]
+
+
+def _require(*paths: Path) -> None:
+    for path in paths:
+        if not Path(path).is_file():
+            raise AnalysisError(f"numeric gap: {path} does not exist")
 
 
 def _worst(gaps: Any, pick: Any) -> float | None:
@@ -98,9 +131,7 @@ def _gap_frame(etdump: Path, etrecord: Path, debug_buffer: Path, distance: str) 
     from executorch.devtools import Inspector
 
     where = f"ETDump {etdump}, debug buffer {debug_buffer}, ETRecord {etrecord}"
-    for path in (etdump, etrecord, debug_buffer):
-        if not Path(path).is_file():
-            raise AnalysisError(f"numeric gap: {path} does not exist ({where})")
+    _require(etdump, etrecord, debug_buffer)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

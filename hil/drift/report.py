@@ -21,15 +21,19 @@ def drift_lines(profile: dict[str, Any]) -> list[str]:
     if len(ranked) > SHOWN:
         lines.append(f"  ... {len(ranked) - SHOWN} more in profile.json")
     first = drift.get("first_drift")
-    if first:
+    if drift.get("note"):
+        lines.append(f"no gap: {drift['note']}")
+    elif first:
         lines.append(f"first operator that drifts: {first['op']} (SNR {first['snr_db']:.1f} dB < {threshold:g} dB; "
                      f"runtime {', '.join(first['runtime_ops'])})")
     else:
         lines.append(f"no operator drifts (every compared SNR >= {threshold:g} dB)")
     buffer = drift.get("debug_buffer") or {}
+    etdump = ((profile.get("memory") or {}).get("allocators") or {}).get("etdump_buffer") or {}
     if buffer:
         lines.append(f"debug buffer: {buffer.get('used_bytes')} B used of {buffer.get('capacity_bytes')} B "
-                     f"({buffer.get('runs')} run(s); predicted {buffer.get('predicted_bytes')} B)")
+                     f"({buffer.get('runs')} run(s); predicted {buffer.get('predicted_bytes')} B)"
+                     + (f"; ETDump buffer: {etdump['used']} B used of {etdump['total']} B" if etdump else ""))
     return lines
 
 
