@@ -139,6 +139,8 @@ def inspect_files(args: argparse.Namespace) -> int:
 
     if args.clock_mhz is not None:  # 0, negative or nan would give nan times: refused (InputError) before any work
         finite_number(args.clock_mhz, "--clock-mhz", above=0)
+    if getattr(args, "drift_snr_db", None) is not None:
+        finite_number(args.drift_snr_db, "--drift-snr-db")
     path = Path(args.path)
     if path.is_dir():
         unverified = _verify(path, getattr(args, "no_verify", False))

@@ -59,15 +59,9 @@ def debug_need(pte: Path | bytes, method: str = "forward") -> DebugNeed:
     """The debug-buffer tensors of one run of `method` of the program `pte`."""
     from executorch.exir.schema import DelegateCall, KernelCall
 
-    from hil.pte import load_program
+    from hil.pte import method_plan
 
-    program, where, _ = load_program(pte)
-    plans = {plan.name: plan for plan in program.execution_plan}
-    if method not in plans:
-        from hil.errors import AnalysisError
-
-        raise AnalysisError(f"{where} has no method '{method}' (methods: {', '.join(plans)})")
-    plan = plans[method]
+    plan = method_plan(pte, method)
     sizes: list[int] = []
     for chain in plan.chains:
         for ins in chain.instructions:

@@ -55,7 +55,7 @@ def numeric_gap(etdump: Path, etrecord: Path, debug_buffer: Path, *, threshold_d
     first operator below `threshold_db` (None when none is)."""
     if simulated_npu:
         return _uncomputed(etdump, etrecord, debug_buffer, threshold_db)
-    frames = {distance: _gap_frame(etdump, etrecord, debug_buffer, distance) for distance in DISTANCES}
+    frames = _gap_frames(etdump, etrecord, debug_buffer)
     operators = []
     for _, row in frames["SNR"].iterrows():
         handles = [int(h) for h in row["aot_debug_handle"]]
@@ -119,15 +119,16 @@ def _require(*paths: Path) -> None:
 
 
 def _worst(gaps: Any, pick: Any) -> float | None:
-    """One number for an operator with several outputs: its worst gap; NaN (0/0: an all-zero output both
-    sides) counts as identical."""
+    """One number for an operator with several outputs: its worst gap (`pick`: min for SNR, max for MSE).
+    A NaN is 0/0, an all-zero output on both sides: identical (infinite SNR)."""
+    identical = math.inf if pick is min else 0.0
     values = [float(g) for g in (gaps if isinstance(gaps, (list, tuple)) else [gaps])]
-    values = [math.inf if math.isnan(v) and pick is min else (0.0 if math.isnan(v) else v) for v in values]
-    return pick(values) if values else None
+    return pick(identical if math.isnan(v) else v for v in values) if values else None
 
 
-def _gap_frame(etdump: Path, etrecord: Path, debug_buffer: Path, distance: str) -> Any:
-    """calculate_numeric_gap's frame for one distance; any failure becomes an AnalysisError naming the files."""
+def _gap_frames(etdump: Path, etrecord: Path, debug_buffer: Path) -> dict[str, Any]:
+    """calculate_numeric_gap's frame for each of DISTANCES, from one Inspector; any failure becomes an
+    AnalysisError naming the files."""
     from executorch.devtools import Inspector
 
     where = f"ETDump {etdump}, debug buffer {debug_buffer}, ETRecord {etrecord}"
@@ -136,7 +137,7 @@ def _gap_frame(etdump: Path, etrecord: Path, debug_buffer: Path, distance: str) 
         warnings.simplefilter("ignore")
         try:
             inspector = Inspector(etdump_path=str(etdump), etrecord=str(etrecord), debug_buffer_path=str(debug_buffer))
-            return inspector.calculate_numeric_gap(distance)
+            return {distance: inspector.calculate_numeric_gap(distance) for distance in DISTANCES}
         except Exception as exc:  # the Inspector raises ValueError, RuntimeError, KeyError...
-            raise AnalysisError(f"the Inspector cannot compute the numeric gap ({distance}) of {where}: "
+            raise AnalysisError(f"the Inspector cannot compute the numeric gap of {where}: "
                                 f"{type(exc).__name__}: {exc}") from exc

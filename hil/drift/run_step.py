@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from hil.drift.debug_size import debug_buffer_room, debug_need
 from hil.drift.gap import numeric_gap, with_representative_inputs
 from hil.drift.readout import DEBUG_FILE
-from hil.errors import InputError
+from hil.errors import AnalysisError, InputError
 
 if TYPE_CHECKING:
     import torch
@@ -52,8 +52,7 @@ def analyse(out: Path, compiled: "CompiledModel", debug_buffer: bytes | None, *,
             simulated_npu: bool, figures: dict[str, int]) -> dict[str, Any]:
     """Save the run's ETRecord with the target's inputs and compute the `drift` section."""
     with_representative_inputs(compiled.etrecord_path, target_inputs(compiled), out / "etrecord.bin")
-    section = numeric_gap(out / "trace.etdump", out / "etrecord.bin", out / DEBUG_FILE, threshold_db=threshold_db,
-                          simulated_npu=simulated_npu)
+    section = _gap_or_error(out, threshold_db, simulated_npu)
     section["inputs"] = INPUTS_NOTE
     section["debug_buffer"] = buffer_figures(out / "model.pte", runs, debug_buffer, figures)
     return section
@@ -72,10 +71,19 @@ def drift_of_folder(folder: Path, manifest: dict[str, Any], threshold_db: float 
     from hil.drift.gap import DEFAULT_SNR_DB
 
     threshold = threshold_db if threshold_db is not None else manifest.get("drift_snr_db", DEFAULT_SNR_DB)
-    section = numeric_gap(folder / "trace.etdump", folder / "etrecord.bin", folder / DEBUG_FILE,
-                          threshold_db=float(threshold), simulated_npu=manifest.get("delegate") == "neutron-sim")
+    section = _gap_or_error(folder, float(threshold), manifest.get("delegate") == "neutron-sim")
     section["inputs"] = INPUTS_NOTE
     figures = manifest.get("debug_buffer") or {}
     section["debug_buffer"] = buffer_figures(folder / "model.pte", int(figures.get("runs", 1)),
                                              (folder / DEBUG_FILE).read_bytes(), figures)
     return section
+
+
+def _gap_or_error(folder: Path, threshold_db: float, simulated_npu: bool) -> dict[str, Any]:
+    """The gap of a run folder's files; when the Inspector cannot give one, the section says why and the run's
+    profile stands (its timings do not depend on it)."""
+    try:
+        return numeric_gap(folder / "trace.etdump", folder / "etrecord.bin", folder / DEBUG_FILE,
+                           threshold_db=threshold_db, simulated_npu=simulated_npu)
+    except AnalysisError as exc:
+        return {"threshold_snr_db": threshold_db, "operators": [], "first_drift": None, "note": str(exc)}

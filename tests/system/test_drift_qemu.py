@@ -33,6 +33,14 @@ def hil(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*HIL, *args], cwd=REPO, capture_output=True, text=True, timeout=900)
 
 
+def debug_run(out: Path, delegate: str) -> subprocess.CompletedProcess:
+    """`hil run --debug-outputs` of the two-conv model, one iteration; it must pass."""
+    done = hil("run", "--board", "qemu", "--model", TWO_CONV, "--delegate", delegate, "--debug-outputs",
+               "--iterations", "1", "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
 def test_outputs_that_would_not_fit_are_refused_before_flashing(tmp_path: Path, qemu_board_file) -> None:
     from hil.aot.export import export_model, load_inputs
 
@@ -83,10 +91,7 @@ def test_a_layer_wrong_in_the_pte_only_is_named_on_the_qemu_board(tmp_path: Path
 @needs_runtime
 def test_hil_run_and_inspect_list_every_operator_by_its_gap(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    done = hil("run", "--board", "qemu", "--model", TWO_CONV, "--delegate", "none", "--debug-outputs",
-               "--iterations", "1", "--out", str(out))
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "no operator drifts" in done.stdout
+    assert "no operator drifts" in debug_run(out, "none").stdout
     from executorch.devtools import Inspector
 
     frame = Inspector(etdump_path=str(out / "trace.etdump"), etrecord=str(out / "etrecord.bin"),
@@ -106,10 +111,14 @@ def test_hil_run_and_inspect_list_every_operator_by_its_gap(tmp_path: Path) -> N
 
 @needs_runtime
 def test_a_simulated_npus_outputs_are_said_not_computed(tmp_path: Path) -> None:
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    from executorch.exir.schema import DelegateCall
+
     out = tmp_path / "run"
-    done = hil("run", "--board", "qemu", "--model", TWO_CONV, "--delegate", "neutron-sim", "--debug-outputs",
-               "--iterations", "1", "--out", str(out))
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "outputs not computed (simulated NPU)" in done.stdout
+    assert "no gap: outputs not computed (simulated NPU)" in debug_run(out, "neutron-sim").stdout
     drift = json.loads((out / "profile.json").read_text())["drift"]
-    assert all(entry["snr_db"] is None for entry in drift["operators"] if entry["status"] != "ok")
+    (plan,) = deserialize_pte_binary((out / "model.pte").read_bytes()).program.execution_plan
+    calls = [ins for ins in plan.chains[0].instructions if isinstance(ins.instr_args, DelegateCall)]
+    uncomputed = [entry for entry in drift["operators"] if entry["status"] == "outputs not computed (simulated NPU)"]
+    assert len(uncomputed) == len(calls) > 0, drift
+    assert drift["first_drift"] is None and all(entry["snr_db"] is None for entry in drift["operators"])
