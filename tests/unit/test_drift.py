@@ -59,8 +59,10 @@ def test_a_board_without_a_debug_buffer_says_which_setting_is_missing(two_conv: 
         check_debug_fits(board, two_conv.pte_path, 1)
 
 
-def _gap(pte: bytes, compiled: CompiledModel, tmp_path: Path, **options) -> dict:
+def _gap(pte: bytes, compiled: CompiledModel, tmp_path: Path, zeros: bool = False, **options) -> dict:
     inputs = tuple(load_inputs(compiled))
+    if zeros:  # what the firmware runs today
+        inputs = tuple(tensor * 0 for tensor in inputs)
     etdump, debug = host_run(pte, inputs, tmp_path)
     etrecord = tmp_path / "etrecord.bin"
     with_representative_inputs(compiled.etrecord_path, inputs, etrecord)
@@ -89,3 +91,14 @@ def test_a_layer_wrong_in_the_pte_only_is_named(two_conv: CompiledModel, tmp_pat
     before = [entry for entry in drift["operators"]][: [e["op"] for e in drift["operators"]].index(wrong)]
     assert before and all(entry["status"] == "ok" for entry in before)
 
+
+
+def test_the_first_drifting_layer_is_named_not_the_worst(two_conv: CompiledModel, tmp_path: Path) -> None:
+    from two_conv import factory
+
+    module, _ = factory()
+    drift = _gap(with_wrong_weight(two_conv.pte_path.read_bytes(), module.conv2.weight), two_conv, tmp_path, zeros=True)
+    wrong = consumer_of(two_conv.etrecord_path, "conv2.weight")
+    worst = min((entry for entry in drift["operators"] if entry["snr_db"] is not None), key=lambda e: e["snr_db"])
+    assert worst["op"] != wrong  # downstream of the wrong layer the gap grows: the case tells first from worst
+    assert drift["first_drift"]["op"] == wrong, drift
