@@ -293,7 +293,7 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
         profile["delegate"] = delegate
         if request.debug_outputs:
             profile["drift"] = _drift(out, compiled, capture, checked, request, timer)
-            provenance["drift_snr_db"] = profile["drift"]["threshold_snr_db"]
+            provenance.update(drift_snr_db=profile["drift"]["threshold_snr_db"], drift_inputs=profile["drift"]["inputs"])
         if request.board.kind == "qemu":
             from hil.firmware.qemu_firmware import annotations
 
@@ -330,8 +330,10 @@ def _drift(out: Path, compiled: CompiledModel, capture: RunCapture, checked: Che
 
     threshold = DEFAULT_SNR_DB if request.drift_snr_db is None else request.drift_snr_db
     with timer.step("drift", "compare every operator's outputs with the ETRecord (numeric gap)"):
+        # The inputs written into the target, when the plan carries any (hil.numerics); else its fill byte.
+        written = getattr(checked.plan, "inputs", None)
         return run_step.analyse(out, compiled, capture.debug_buffer, runs=checked.plan.runs, threshold_db=threshold,
-                                simulated_npu=checked.delegate == "neutron-sim", figures={
+                                simulated_npu=checked.delegate == "neutron-sim", inputs=written, figures={
                                     "debug_buffer_bytes": request.board.get("memory.debug_buffer_bytes")})
 
 

@@ -1,13 +1,15 @@
 """The debug-output run's own steps, called by the pipeline: refuse what cannot fit before anything is
 built, the image option, and the `drift` section after the run.
 
-The inputs the target ran are the ETRecord's representative inputs: `target_inputs` is the one place
-that says what they are (today the firmware's fill byte, HIL_INPUT_FILL_BYTE = 0x00 in
-firmware/app/hil_config.h, over every input tensor: zeros of the example inputs' shapes and dtypes).
+The inputs the target ran are the ETRecord's representative inputs: those the harness wrote into the
+target when it wrote any (`inputs`), else the firmware's fill byte over every input tensor
+(HIL_INPUT_FILL_BYTE = 0x00 in firmware/app/hil_config.h: zeros of the example inputs' shapes and dtypes);
+`target_inputs` is the one place that decides, and the section's `inputs` says which it was.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 
 IMAGE_OPTION = "HIL_DEBUG_BUFFER_SIZE"
 INPUTS_NOTE = "the firmware's inputs: every input byte 0x00 (HIL_INPUT_FILL_BYTE)"
+WRITTEN_NOTE = "the inputs the harness wrote into the target"
 
 
 def image_options(cfg: "BoardConfig") -> dict[str, str]:
@@ -39,21 +42,26 @@ def require_runtime(cfg: "BoardConfig", firmware_kind: str) -> None:
                          "or run `make rt700-sdk`, and use --delegate none or neutron-sim")
 
 
-def target_inputs(compiled: "CompiledModel") -> list["torch.Tensor"]:
-    """The input tensors the target ran (see the module's docstring)."""
+def target_inputs(compiled: "CompiledModel", written: Sequence["torch.Tensor"] | None) -> tuple[list["torch.Tensor"], str]:
+    """The input tensors the target ran and what they were (see the module's docstring)."""
     import torch
 
     from hil.aot.export import load_inputs
 
-    return [torch.zeros_like(tensor) for tensor in load_inputs(compiled)]
+    if written is not None:
+        return list(written), WRITTEN_NOTE
+    return [torch.zeros_like(tensor) for tensor in load_inputs(compiled)], INPUTS_NOTE
 
 
 def analyse(out: Path, compiled: "CompiledModel", debug_buffer: bytes | None, *, runs: int, threshold_db: float,
-            simulated_npu: bool, figures: dict[str, int]) -> dict[str, Any]:
-    """Save the run's ETRecord with the target's inputs and compute the `drift` section."""
-    with_representative_inputs(compiled.etrecord_path, target_inputs(compiled), out / "etrecord.bin")
+            simulated_npu: bool, figures: dict[str, int],
+            inputs: Sequence["torch.Tensor"] | None = None) -> dict[str, Any]:
+    """Save the run's ETRecord with the target's inputs (`inputs`: those written into it, if any) and compute
+    the `drift` section."""
+    tensors, note = target_inputs(compiled, inputs)
+    with_representative_inputs(compiled.etrecord_path, tensors, out / "etrecord.bin")
     section = _gap_or_error(out, threshold_db, simulated_npu)
-    section["inputs"] = INPUTS_NOTE
+    section["inputs"] = note
     section["debug_buffer"] = buffer_figures(out / "model.pte", runs, debug_buffer, figures)
     return section
 
@@ -72,7 +80,7 @@ def drift_of_folder(folder: Path, manifest: dict[str, Any], threshold_db: float 
 
     threshold = threshold_db if threshold_db is not None else manifest.get("drift_snr_db", DEFAULT_SNR_DB)
     section = _gap_or_error(folder, float(threshold), manifest.get("delegate") == "neutron-sim")
-    section["inputs"] = INPUTS_NOTE
+    section["inputs"] = manifest.get("drift_inputs", INPUTS_NOTE)
     figures = manifest.get("debug_buffer") or {}
     section["debug_buffer"] = buffer_figures(folder / "model.pte", int(figures.get("runs", 1)),
                                              (folder / DEBUG_FILE).read_bytes(), figures)
