@@ -293,7 +293,8 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
         profile["delegate"] = delegate
         if request.debug_outputs:
             profile["drift"] = _drift(out, compiled, capture, checked, request, timer)
-            provenance.update(drift_snr_db=profile["drift"]["threshold_snr_db"], drift_inputs=profile["drift"]["inputs"])
+            provenance.update(drift_snr_db=profile["drift"]["threshold_snr_db"],
+                              drift_inputs=profile["drift"]["inputs"])
         if request.board.kind == "qemu":
             from hil.firmware.qemu_firmware import annotations
 

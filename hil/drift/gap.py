@@ -65,7 +65,8 @@ def numeric_gap(etdump: Path, etrecord: Path, debug_buffer: Path, *, threshold_d
             "debug_handles": handles,
             "snr_db": _worst(row["gap"], min),
         })
-    mse = {tuple(int(h) for h in row["aot_debug_handle"]): _worst(row["gap"], max) for _, row in frames["MSE"].iterrows()}
+    mse = {tuple(int(h) for h in row["aot_debug_handle"]): _worst(row["gap"], max)
+           for _, row in frames["MSE"].iterrows()}
     operators.sort(key=lambda entry: min(entry["debug_handles"], default=0))
     for entry in operators:
         entry["mse"] = mse.get(tuple(entry["debug_handles"]))

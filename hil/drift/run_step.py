@@ -42,7 +42,8 @@ def require_runtime(cfg: "BoardConfig", firmware_kind: str) -> None:
                          "or run `make rt700-sdk`, and use --delegate none or neutron-sim")
 
 
-def target_inputs(compiled: "CompiledModel", written: Sequence["torch.Tensor"] | None) -> tuple[list["torch.Tensor"], str]:
+def target_inputs(compiled: "CompiledModel",
+                  written: Sequence["torch.Tensor"] | None) -> tuple[list["torch.Tensor"], str]:
     """The input tensors the target ran and what they were (see the module's docstring)."""
     import torch
 

@@ -54,7 +54,8 @@ def test_outputs_that_would_not_fit_are_refused_before_flashing(tmp_path: Path, 
                "--iterations", "3", "--out", str(out))
     assert done.returncode == 2, done.stdout + done.stderr
     assert len(first) == 9
-    for figure in (f"9 tensors ({sum(size for _, size in first)} B", f"keeps {two_runs} B", "at most 2", "refused before flashing"):
+    per_run = sum(size for _, size in first)
+    for figure in (f"9 tensors ({per_run} B", f"keeps {two_runs} B", "at most 2", "refused before flashing"):
         assert figure in done.stderr, done.stderr
     assert not (out / "qemu.log").exists() and not (out / "mi.log").exists()  # nothing was started
     assert json.loads((out / "manifest.json").read_text())["error_kind"] == "input"
