@@ -104,12 +104,14 @@ def _cmd_export(args: argparse.Namespace) -> int:
     """The AOT step alone: what a bench needs before it can build the firmware."""
     from hil import atomic
     from hil.aot.isolated import DEFAULT_EXPORT_TIMEOUT_S, export_isolated
+    from hil.aot.models import resolve_spec
     from hil.inputs import finite_number, writable_folder
     from hil.out_folder import named_folder
 
-    out = writable_folder(named_folder(args.out))  # before the export, which can take minutes
     timeout = finite_number(args.export_timeout if args.export_timeout is not None else DEFAULT_EXPORT_TIMEOUT_S,
                             "export timeout (seconds)", above=0)
+    resolve_spec(args.model)  # a spec naming no model, then an --out that cannot be: before the export's minutes
+    out = writable_folder(named_folder(args.out))
     compiled = export_isolated(args.model, delegate=args.delegate, timeout_s=timeout)
     atomic.copy_file(compiled.pte_path, out / "model.pte")
     atomic.copy_file(compiled.etrecord_path, out / "etrecord.bin")
@@ -179,21 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--delegate", default="none", metavar="NAME", help="none, neutron-sim or neutron (default none)")
     export.set_defaults(func=_cmd_export)
 
+    from hil.analysis import inspect_args
+
     inspect = sub.add_parser("inspect", help="analyse a run folder, or an ETDump/ETRecord pair from anywhere")
-    inspect.add_argument("path", type=Path, metavar="RUN_OR_ETDUMP",
-                         help="a run folder, or an ETDump file (then --etrecord)")
-    inspect.add_argument("--etrecord", type=Path, default=None, metavar="FILE", help="the ETRecord of an ETDump file")
-    inspect.add_argument("--pte", type=Path, default=None, metavar="FILE",
-                         help="the model.pte of an ETDump file (checked against the ETRecord)")
-    clock = inspect.add_mutually_exclusive_group()
-    clock.add_argument("--board-config", "--hil-board-config", type=Path, default=None, metavar="FILE",
-                       help="board file: its clock, for tick-based dumps")
-    clock.add_argument("--clock-mhz", "--hil-clock-mhz", type=float, default=None, metavar="MHZ",
-                       help="the ticks are core cycles at this clock")
-    clock.add_argument("--ns", action="store_true", help="the timestamps are nanoseconds (the host runtime's)")
-    inspect.add_argument("--json", action="store_true", help="print profile JSON instead of the table")
-    inspect.add_argument("--no-verify", action="store_true",
-                         help="read a run folder's files without checking them against its manifest (a warning says so)")
+    inspect_args.add_arguments(inspect)
     inspect.set_defaults(func=_cmd_inspect)
 
     doctor = sub.add_parser("doctor", help="check this machine for what a board needs (the board file first)")
@@ -223,7 +214,15 @@ def main(argv: list[str] | None = None) -> int:
     from hil.quiet import quiet_third_party
 
     quiet_third_party()  # first: importing torch and executorch must not print over a one-line error
-    if (sys.argv[1:] if argv is None else argv)[:1] == ["inspect"]:
+    words = sys.argv[1:] if argv is None else argv
+    if words[:1] == ["inspect"]:
+        from hil.analysis.inspect_args import precheck
+
+        try:
+            precheck(words[1:])  # a path that cannot work is refused before the seconds of the import
+        except HilError as exc:
+            print(f"hil inspect: {exc}", file=sys.stderr)
+            return exit_code_for(exc)
         # Loaded before the harness's own modules, the Inspector's large ETDumps cost no extra second of
         # mmap/munmap system time (bench/inspect_speed.py measures the whole command against a bare Inspector).
         import executorch.devtools  # noqa: F401
@@ -236,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_OK
     from hil import log
+    from hil.out_folder import clean_named
 
+    clean_named(vars(args).values())  # a killed read-out's .partial goes once no run holds its folder
     try:
         with log.drawn_on(sys.stderr):
             return int(args.func(args))

@@ -167,3 +167,14 @@ def clean_if_idle(folder: Path) -> list[Path]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def clean_named(values: Iterable[object]) -> None:
+    """`clean_if_idle` for each folder a command's arguments name (a file's own folder too)."""
+    for value in values:
+        if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+            continue
+        path = Path(value)
+        for folder in (path, path.parent) if not path.is_dir() else (path,):
+            if folder.is_dir():
+                clean_if_idle(folder)

@@ -25,7 +25,6 @@ from hil.analysis.console import parse_console
 from hil.analysis.timescale import TimeScale, board_time_scale
 from hil.config import load_board_config
 from hil.errors import AnalysisError
-from hil.inputs import finite_number
 from hil.manifest import read_manifest
 
 RUN_ONLY_KEYS = ("harness_steps_s",)
@@ -132,8 +131,9 @@ def inspect_files(args: argparse.Namespace) -> int:
     from hil.analysis.profile import build_profile
     from hil.analysis.table import format_table
 
-    if args.clock_mhz is not None:  # 0, negative or nan would give nan times: refused (InputError) before any work
-        finite_number(args.clock_mhz, "--clock-mhz", above=0)
+    from hil.analysis.inspect_args import check
+
+    check(args)  # paths that do not exist, a clock that is no positive number: refused before any work
     path = Path(args.path)
     if path.is_dir():
         unverified = _verify(path, getattr(args, "no_verify", False))

@@ -127,6 +127,16 @@ class SerialReader:
         """True once reading has stopped for good (port gone and not reopened, or closed)."""
         return self._ended.is_set()
 
+    def local_port(self) -> int | None:
+        """The local TCP port of a `socket://` console (who QEMU's UART should say it serves); else None."""
+        sock = getattr(self._port, "_socket", None)
+        if not isinstance(sock, socket.socket):
+            return None
+        try:
+            return int(sock.getsockname()[1])
+        except (OSError, IndexError, TypeError):
+            return None
+
     def tail(self, n: int = TAIL_LINES) -> list[str]:
         return self.lines[-n:] if n > 0 else []
 
