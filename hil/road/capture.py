@@ -183,8 +183,9 @@ def fetch_etdump(gdb: GdbMiSession, ctx: RunContext, result: EtdumpResult, out_p
 
 
 def require_target(gdb: GdbMiSession, ctx: RunContext, when: str) -> None:
-    """The debugger still has the target (its registers can be read); else a failure saying so."""
+    """The debugger still has the target: its registers read afresh (gdb answers from its cache otherwise)."""
     try:
+        gdb.console("maintenance flush register-cache")
         gdb.evaluate("$pc")
     except TargetError as exc:
         raise ctx.failure(f"the target is gone {when}: what the debugger reads now comes from the ELF file,"
