@@ -197,8 +197,17 @@ STRAY_CLIENT = """
 """
 
 
+def run_with_qemu(hil: Hil, elf: Path, tmp_path: Path, name: str, behaviour: str):
+    """`hil run` of `elf` on a copy of boards/qemu.toml whose QEMU is started by a script that adds
+    `behaviour`, then execs QEMU: (the command, its seconds, its run folder)."""
+    board, out = qemu_board_with(tmp_path, name, behaviour), tmp_path / "run"
+    done, elapsed = hil("run", "--board-config", str(board), *RUN[3:], "--iterations", "1", "--out", str(out),
+                        "--elf", str(elf))
+    assert done.returncode == 3 and elapsed < 120, done.stderr
+    return done, first_line(done), out
+
+
 def qemu_board_with(tmp_path: Path, name: str, behaviour: str) -> Path:
-    """A copy of boards/qemu.toml whose QEMU is started by a script that adds `behaviour`, then execs QEMU."""
     script = tmp_path / name
     script.write_text(f"#!{sys.executable}\nimport os, signal, socket, sys, time\nargv = sys.argv[1:]\n"
                       f"if True:{behaviour}\nos.execvp('qemu-system-arm', ['qemu-system-arm', *argv])\n")
@@ -210,11 +219,7 @@ def qemu_board_with(tmp_path: Path, name: str, behaviour: str) -> Path:
 
 
 def test_qemu_killed_at_connect_is_named_before_the_debugger(hil, variant, tmp_path):  # noqa: F811
-    board, out = qemu_board_with(tmp_path, "qemu-killed", KILL_AT_CONNECT), tmp_path / "run"
-    done, elapsed = hil("run", "--board-config", str(board), *RUN[3:], "--iterations", "1", "--out", str(out),
-                        "--elf", str(variant()))
-    assert done.returncode == 3 and elapsed < 120
-    line = first_line(done)
+    done, line, out = run_with_qemu(hil, variant(), tmp_path, "qemu-killed", KILL_AT_CONNECT)
     assert line.startswith(f"hil run: board 'qemu': QEMU was killed by SIGKILL (signal 9); last lines of {out}/qemu.log:")
     assert "the debugger then said:" in line, done.stderr
     kept = manifest(out)
@@ -223,11 +228,7 @@ def test_qemu_killed_at_connect_is_named_before_the_debugger(hil, variant, tmp_p
 
 
 def test_a_stray_client_on_qemus_uart_is_named(hil, variant, tmp_path):  # noqa: F811
-    board, out = qemu_board_with(tmp_path, "qemu-stray", STRAY_CLIENT), tmp_path / "run"
-    done, elapsed = hil("run", "--board-config", str(board), *RUN[3:], "--iterations", "1", "--out", str(out),
-                        "--elf", str(variant()))
-    assert done.returncode == 3 and elapsed < 120
-    line = first_line(done)
+    done, line, out = run_with_qemu(hil, variant(), tmp_path, "qemu-stray", STRAY_CLIENT)
     assert "QEMU's UART (tcp port " in line and "is busy: another client holds it" in line, done.stderr
     assert "(qemu-stray)" in line and "no console output" not in done.stderr  # the holder named, by its name
     assert manifest(out)["status"] == "failed"
