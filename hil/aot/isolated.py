@@ -55,11 +55,10 @@ def export_isolated(spec: str, *, delegate: str = "none", options: Mapping[str, 
     """
     if not runs_in_child(spec, delegate):
         return export.export_model(spec, delegate=delegate, cache=cache, options=options)
-    name, key = export.cache_key(spec, delegate=delegate, options=options)
-    folder = export._entry_folder(name, key, cache)  # noqa: SLF001  (the same module family)
-    hit = export._read_entry(folder, key)  # noqa: SLF001
+    hit, folder = export.cached_export(spec, delegate=delegate, options=options, cache=cache)
     if hit is not None:
         return hit
+    name = resolve_spec(spec).name
     where = _where(spec)
     with tempfile.TemporaryDirectory(prefix="hil-export-") as scratch:
         result = Path(scratch) / "result.json"
@@ -83,7 +82,7 @@ def export_isolated(spec: str, *, delegate: str = "none", options: Mapping[str, 
                              f" last lines of its log ({log}):{_tail(log)}")
     if not outcome.get("ok"):
         raise ModelError(str(outcome.get("message") or f"the export of {where} failed (log: {log})"))
-    entry = export._read_entry(folder, key)  # noqa: SLF001
+    entry, _ = export.cached_export(spec, delegate=delegate, options=options, cache=cache)
     if entry is None:
         raise HilError(f"the export of {where} reported success but left no cache entry in {folder}")
     return replace(entry, cached=False)
