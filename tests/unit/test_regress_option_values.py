@@ -73,12 +73,12 @@ def test_a_baseline_whose_totals_are_nan_is_refused_naming_the_file_and_figure(t
     path.write_text(json.dumps({"schema": "et-hil/baseline/1", "provenance": {}, "profile": profile}))  # writes NaN
     done = hil("compare", path, two_runs[1])
     assert done.returncode == 2
-    assert done.stderr.splitlines() == [f"hil compare: {path}: totals_us.method_execute = nan; figures must be finite"]
+    assert done.stderr.splitlines() == [f"hil compare: {path}: profile.totals_us.method_execute = nan; figures must be finite"]
     profile = synth_profile(3)
     profile["events"][3]["times_us"][2] = math.inf
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "profile.json").write_text(json.dumps(profile))
-    with pytest.raises(AnalysisError, match=r"run/profile.json: event npu_kernel:0#0 has times_us\[2\] = inf"):
+    with pytest.raises(AnalysisError, match=r"run/profile.json: events\[3\].times_us\[2\] = inf; figures must be finite"):
         load_run(tmp_path / "run")
 
 
