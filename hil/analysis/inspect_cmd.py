@@ -27,6 +27,8 @@ from hil.config import load_board_config
 from hil.errors import AnalysisError
 from hil.inputs import finite_number
 from hil.manifest import read_manifest
+from hil.validate.files import read_json
+from hil.validate.manifest import check_simulation
 
 RUN_ONLY_KEYS = ("harness_steps_s",)
 
@@ -62,7 +64,7 @@ def _run_scale(folder: Path, manifest: dict[str, Any]) -> TimeScale:
         return TimeScale.from_dict(manifest["time_scale"])
     simulation = folder / "simulation.json"
     if simulation.is_file():
-        sim = json.loads(simulation.read_text())
+        sim = check_simulation(read_json(simulation), simulation)
         return TimeScale.core_cycles(sim["clock_mhz"], sim.get("npu_clock_mhz"))
     if manifest.get("board") == "qemu":
         return TimeScale.nanoseconds()

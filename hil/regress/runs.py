@@ -6,12 +6,12 @@ its error messages live in one place.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hil.errors import AnalysisError
+from hil.validate.files import read_json
 from hil.validate.profile import BASELINE_SCHEMA, PROFILE_SCHEMA, check_baseline, check_profile
 
 __all__ = ["BASELINE_SCHEMA", "PROFILE_SCHEMA", "LoadedRun", "load_run", "read_json", "read_manifest"]
@@ -30,19 +30,6 @@ class LoadedRun:
     @property
     def label(self) -> str:
         return str(self.source)
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object from `path`, or an AnalysisError naming the file and what is wrong."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise AnalysisError(f"{path}: no such file") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # deep nesting recurses
-        raise AnalysisError(f"{path}: not readable JSON ({exc})") from exc
-    if not isinstance(data, dict):
-        raise AnalysisError(f"{path}: expected a JSON object, found {type(data).__name__}")
-    return data
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:

@@ -33,6 +33,12 @@ def describe(value: Any) -> str:
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
 
 
+def one_line(text: str, limit: int = 200) -> str:
+    """An error text from elsewhere (SQLite, a parser) as a message's tail: one line, at most `limit` characters."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[:limit] + "..."
+
+
 def at(where: str, key: str | int) -> str:
     """The name of a field inside `where`: `events[3]`, `events[3].times_us`."""
     if isinstance(key, int):

@@ -53,3 +53,12 @@ def _file(fields: Fields, value: Any, where: str) -> None:
     if not SHA256.fullmatch(digest):
         fields.wrong(digest, at(where, "sha256"), "64 lower-case hex digits")
     fields.whole(entry.get("size"), at(where, "size"))
+
+
+def check_simulation(data: Any, path: Path | str) -> dict[str, Any]:
+    """simulation.json of a simulated run (what the cost model used): the clocks its ticks count at."""
+    fields = Fields(path)
+    simulation = fields.mapping(data, "", optional=False)
+    fields.number(simulation.get("clock_mhz"), "clock_mhz", optional=False, above=0)
+    fields.number(simulation.get("npu_clock_mhz"), "npu_clock_mhz", above=0)
+    return simulation

@@ -37,13 +37,13 @@ def check_profile(data: Any, path: Path | str, *, where: str = "") -> dict[str, 
     fields.whole(profile.get("warmup_iterations"), at(where, "warmup_iterations"))
     check_time_scale(fields, profile.get("time_scale"), at(where, "time_scale"))
     fields.entries(profile.get("totals_us"), at(where, "totals_us"), fields.a_number_or_null)
-    fields.number(profile.get("npu_fraction"), at(where, "npu_fraction"))
+    fields.number(profile.get("npu_fraction"), at(where, "npu_fraction"), at_least=0)
     fields.entries(profile.get("methods"), at(where, "methods"), lambda m, name: _method(fields, m, name))
     for key in ("cpu_fallback_ops", "warnings", "notes"):
         fields.items(profile.get(key), at(where, key), fields.a_text)
     for key in ("memory", "console", "load_us"):
         fields.mapping(profile.get(key), at(where, key))
-    events = fields.items(profile.get("events"), at(where, "events"), lambda e, name: _event(fields, e, name),
+    events = fields.items(profile.get("events"), at(where, "events"), lambda e, name: check_event(fields, e, name),
                           optional=False)
     if not any(event["kind"] == METHOD for event in events):
         fields.refuse(at(where, "events"), "hold no Method::execute event: the profile times nothing")
@@ -75,10 +75,11 @@ def _method(fields: Fields, value: Any, where: str) -> None:
     summary = fields.mapping(value, where, optional=False)
     fields.whole(summary.get("iterations"), at(where, "iterations"))
     fields.entries(summary.get("totals_us"), at(where, "totals_us"), fields.a_number_or_null)
-    fields.number(summary.get("npu_fraction"), at(where, "npu_fraction"))
+    fields.number(summary.get("npu_fraction"), at(where, "npu_fraction"), at_least=0)
 
 
-def _event(fields: Fields, value: Any, where: str) -> None:
+def check_event(fields: Fields, value: Any, where: str) -> None:
+    """One event of a profile (or a history row of one: statistics without per-iteration times)."""
     event = fields.mapping(value, where, optional=False)
     fields.text(event.get("kind"), at(where, "kind"), optional=False, choices=KINDS)
     fields.text(event.get("name"), at(where, "name"), optional=False)

@@ -90,5 +90,5 @@ def test_a_history_row_with_an_infinite_figure_is_refused_naming_the_database_an
         conn.execute("UPDATE events SET min_us = ? WHERE key = 'npu_kernel:2#0'", (math.inf,))
     finally:
         conn.close()
-    with pytest.raises(AnalysisError, match=rf"history {db}, run 1 of 2026-01-01: event npu_kernel:2#0 has min_us = inf"):
+    with pytest.raises(AnalysisError, match=rf"history database {db}, run 1: event npu_kernel:2#0.min_us = inf; figures must be finite"):
         history.recent_runs(db, "synthnet", "qemu", 10)
