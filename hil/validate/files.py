@@ -13,7 +13,7 @@ from hil.errors import FileContentError
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object from `path`, or a FileContentError naming the file and what is wrong."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(Path(path).read_text(encoding="utf-8-sig"))  # a BOM is not JSON, nor a fault
     except FileNotFoundError as exc:
         raise FileContentError(f"{path}: no such file") from exc
     except IsADirectoryError as exc:
