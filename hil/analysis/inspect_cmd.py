@@ -27,7 +27,7 @@ from hil.config import load_board_config
 from hil.errors import AnalysisError
 from hil.inputs import finite_number
 from hil.manifest import read_manifest
-from hil.validate.files import read_json
+from hil.validate.files import read_bytes, read_json
 from hil.validate.manifest import check_simulation
 
 RUN_ONLY_KEYS = ("harness_steps_s",)
@@ -80,7 +80,9 @@ def inspect_run(folder: Path) -> dict[str, Any]:
         raise AnalysisError(f"{folder} is not a run folder: no manifest.json")
     manifest = read_manifest(folder)  # a corrupt one is an AnalysisError naming it, never a traceback
     serial_log = folder / "serial.log"
-    console = parse_console(serial_log.read_text(errors="replace")) if serial_log.is_file() else None
+    console = None
+    if serial_log.is_file():
+        console = parse_console(read_bytes(serial_log, "a console log").decode("utf-8", errors="replace"))
     profile = build_profile(
         folder / "trace.etdump", folder / "etrecord.bin",
         board=str(manifest.get("board")), model=_model_name(manifest),
