@@ -145,6 +145,7 @@ REGRESS_COMMANDS = ["trace", "compare A-B", "compare B-A", "baseline update"]
 
 
 def _regress(command: str, damaged: Path, good: Path, scratch: Path) -> tuple[str, tuple[int, str, str]]:
+    """Run `command` on the damaged run (`damaged`: a folder, or a profile or baseline file) and a good one."""
     if command == "trace":
         return "trace", hil("trace", damaged)
     if command == "compare A-B":
@@ -158,11 +159,12 @@ def _regress(command: str, damaged: Path, good: Path, scratch: Path) -> tuple[st
 @pytest.mark.parametrize("seed", ["cpu", "npu"])
 def test_a_damaged_profile_is_used_or_refused_in_one_line(seeds, scratch, seed, command):
     @PROPERTY
-    @given(st.data())
-    def check(data: st.DataObject) -> None:
+    @given(st.data(), st.booleans())
+    def check(data: st.DataObject, as_file: bool) -> None:
         folder = _copy(seeds[seed], scratch, "run")
         (folder / "profile.json").write_bytes(data.draw(damaged_json(seeds[seed] / "profile.json")))
-        name, (code, out, err) = _regress(command, folder, seeds[seed], scratch)
+        given_as = folder / "profile.json" if as_file and command != "trace" else folder  # trace takes a folder
+        name, (code, out, err) = _regress(command, given_as, seeds[seed], scratch)
         if code in (0, 1):
             assert "Traceback" not in err
             if name == "trace":
