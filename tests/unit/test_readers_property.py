@@ -306,3 +306,16 @@ def test_the_seed_files_are_read_as_they_are(seeds, scratch):
     code, _, err = hil("report", seeds["history.db"], "--out", scratch / "good.html")
     assert code == 0, err
     assert "npu on qemu" in (scratch / "good.html").read_text()  # the group whose only run failed is drawn too
+
+
+def test_the_inspectors_unmapped_delegate_lines_are_one_warning_and_never_printed(seeds, capfd):
+    """A dump with delegate calls read against a CPU-only program's ETRecord: the Inspector logs a line per
+    delegated event; they become one warning naming the ETRecord and the instruction ids."""
+    from hil.analysis.blocks import inspect_etdump, read_etrecord
+    from hil.analysis.profile import read_etdump
+
+    dump, etrecord = seeds["npu"] / "trace.etdump", seeds["cpu"] / "etrecord.bin"
+    inspected = inspect_etdump(read_etdump(dump), dump, etrecord, read_etrecord(etrecord))
+    unmapped = [w for w in inspected.warnings if "no delegate mapping" in w]
+    assert len(unmapped) == 1 and f"in ETRecord {etrecord} (instruction id(s) 0, 2)" in unmapped[0], inspected.warnings
+    assert "No delegate mapping" not in capfd.readouterr().err
