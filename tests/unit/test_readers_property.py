@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from hil.cli import main
 
-PROPERTY = settings(derandomize=True, database=None, max_examples=120, deadline=timedelta(seconds=10),
+PROPERTY = settings(derandomize=True, database=None, max_examples=80, deadline=timedelta(seconds=10),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 # `hil inspect` runs the Inspector (and flatc) per example: fewer of those.
 SLOW_PROPERTY = settings(PROPERTY, max_examples=40, deadline=timedelta(seconds=30))
