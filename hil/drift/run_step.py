@@ -50,6 +50,9 @@ def target_inputs(compiled: "CompiledModel",
     from hil.aot.export import load_inputs
 
     if written is not None:
+        if not all(isinstance(tensor, torch.Tensor) for tensor in written):
+            raise TypeError(f"the inputs written into the target must be given as torch tensors, not "
+                            f"{', '.join(sorted({type(t).__name__ for t in written}))}")
         return list(written), WRITTEN_NOTE
     return [torch.zeros_like(tensor) for tensor in load_inputs(compiled)], INPUTS_NOTE
 
