@@ -40,6 +40,11 @@ class AnalysisError(HilError):
     """An ETDump or ETRecord cannot be read or does not fit together."""
 
 
+class FileContentError(AnalysisError, InputError):
+    """A file a user or an earlier run provides (profile.json, manifest.json, history.db, a baseline, a .pte)
+    does not hold what its kind must: refused before it is used (exit status 2), naming the file and the field."""
+
+
 class TargetFault(TargetError):
     """The target took a fault (HardFault, BusFault, ...); `fault` is the report written to fault.json."""
 

@@ -101,6 +101,8 @@ def jitter(cfg: "BoardConfig", requested: Any) -> float:
 def writable_folder(path: Path, what: str = "--out") -> Path:
     """Create `path` (and parents) and prove a file can be written in it; InputError naming why not."""
     path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{what} {path}: a file, not a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".hil-write-test.", dir=path)

@@ -16,6 +16,7 @@ from typing import Any
 from hil import atomic
 from hil.errors import AnalysisError
 from hil.paths import REPO_ROOT, in_checkout
+from hil.validate.manifest import check_manifest
 
 MANIFEST_NAME = "manifest.json"
 
@@ -113,8 +114,9 @@ def write_manifest(folder: Path, provenance: dict[str, Any], names: Iterable[str
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:
-    """manifest.json of a run folder; AnalysisError naming the file when it is missing or not a JSON
-    object (a corrupt file beside a trace must cost a clear message, never a traceback)."""
+    """manifest.json of a run folder; AnalysisError naming the file when it is missing, not a JSON
+    object, or holds a field of the wrong type (hil.validate.manifest): a corrupt file beside a trace
+    must cost a clear message, never a traceback."""
     path = Path(folder) / MANIFEST_NAME
     try:
         data = json.loads(path.read_bytes())
@@ -124,4 +126,4 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         raise AnalysisError(f"{path}: not a readable manifest ({type(exc).__name__}: {str(exc)[:200]})") from exc
     if not isinstance(data, dict):
         raise AnalysisError(f"{path}: not a manifest: a JSON {type(data).__name__}, not an object")
-    return data
+    return check_manifest(data, path)

@@ -26,6 +26,8 @@ from hil.analysis.timescale import TimeScale, board_time_scale
 from hil.config import load_board_config
 from hil.errors import AnalysisError
 from hil.manifest import read_manifest
+from hil.validate.files import read_bytes, read_json
+from hil.validate.manifest import check_simulation
 
 RUN_ONLY_KEYS = ("harness_steps_s",)
 
@@ -61,7 +63,7 @@ def _run_scale(folder: Path, manifest: dict[str, Any]) -> TimeScale:
         return TimeScale.from_dict(manifest["time_scale"])
     simulation = folder / "simulation.json"
     if simulation.is_file():
-        sim = json.loads(simulation.read_text())
+        sim = check_simulation(read_json(simulation), simulation)
         return TimeScale.core_cycles(sim["clock_mhz"], sim.get("npu_clock_mhz"))
     if manifest.get("board") == "qemu":
         return TimeScale.nanoseconds()
@@ -77,7 +79,9 @@ def inspect_run(folder: Path) -> dict[str, Any]:
         raise AnalysisError(f"{folder} is not a run folder: no manifest.json")
     manifest = read_manifest(folder)  # a corrupt one is an AnalysisError naming it, never a traceback
     serial_log = folder / "serial.log"
-    console = parse_console(serial_log.read_text(errors="replace")) if serial_log.is_file() else None
+    console = None
+    if serial_log.is_file():
+        console = parse_console(read_bytes(serial_log, "a console log").decode("utf-8", errors="replace"))
     profile = build_profile(
         folder / "trace.etdump", folder / "etrecord.bin",
         board=str(manifest.get("board")), model=_model_name(manifest),

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from hil import atomic
+from hil.errors import HilError
+from hil.inputs import writable_folder
 from hil.regress.identity import series_name
 from hil.regress.runs import BASELINE_SCHEMA, LoadedRun, load_run
 from hil.regress.stats import add_statistics
@@ -58,7 +60,11 @@ def write_baseline(run: LoadedRun, destination: Path) -> Path:
     """Freeze `run` as the baseline of its model under `destination` (folder or .json file)."""
     profile = add_statistics(dict(run.profile, events=[dict(e) for e in run.profile.get("events", [])]))
     target = baseline_path(destination, series_name(profile))
-    atomic.write_json(target, {"schema": BASELINE_SCHEMA, "provenance": provenance_of(run), "profile": profile})
+    writable_folder(target.parent, "--out")  # a path through a file (/etc/hostname/x.json): one line, exit 2
+    try:
+        atomic.write_json(target, {"schema": BASELINE_SCHEMA, "provenance": provenance_of(run), "profile": profile})
+    except OSError as exc:
+        raise HilError(f"cannot write baseline {target}: {exc.strerror or exc}") from exc
     return target
 
 

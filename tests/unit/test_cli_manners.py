@@ -76,7 +76,8 @@ def test_compare_refuses_runs_of_different_models_or_boards(tmp_path):
         atomic.write_json(tmp_path / "b.json", {**base, **change})
         done = hil("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
         assert done.returncode == 2, done.stdout + done.stderr
-        assert f"A is {name} {base[name]!r}, B is {name} {change[name]!r}" in done.stderr
+        a, b = tmp_path / "a.json", tmp_path / "b.json"  # each side named by its file
+        assert f"A ({a}) is {name} {base[name]!r}, B ({b}) is {name} {change[name]!r}" in done.stderr
     atomic.write_json(tmp_path / "b.json", base)
     assert hil("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")).returncode == 0
 
