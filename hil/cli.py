@@ -78,6 +78,8 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
         seed=args.seed,
         jitter=args.jitter,
         wait=args.wait,
+        inputs_file=args.inputs,
+        numerics=not args.no_numerics,
     )
     from hil.progress import for_stream
 
@@ -158,6 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="relative run-to-run jitter of the simulation")
     run.add_argument("--wait", action="store_true",
                      help="wait for another run writing --out to finish (default: refuse at once)")
+    run.add_argument("--inputs", "--hil-inputs", type=Path, default=None, metavar="FILE",
+                     help="input tensors (.pt: a tensor or tuple of them; .npz: arrays in order) instead of the model's "
+                          "example inputs; refused before flashing when they do not fit the program")
+    run.add_argument("--no-numerics", action="store_true",
+                     help="skip the numerics check (the target keeps its fill-byte inputs, outputs are not read)")
     run.add_argument("-v", "--verbose", action="store_true", help="also print each step's duration as it ends")
     run.add_argument("-q", "--quiet", action="store_true", help="print no step lines or progress bars")
     run.add_argument("--json", action="store_true", help="print the profile as JSON instead of the table")

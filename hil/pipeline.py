@@ -10,7 +10,7 @@ import shutil
 import sys
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from hil.config import BoardConfig
 from hil.errors import BoardConfigError, HilError, InputError
 from hil.firmware.elf_model import check_image_carries
 from hil.manifest import sha256_file, write_manifest
+from hil.numerics.check import RunInputs, numerics_section, skip_reason
 from hil.progress import Progress
 from hil.regress.stats import drop_warmup
 from hil.run_folder import RunFolderLock
@@ -56,6 +57,8 @@ class RunRequest:
     jitter: float | None = None
     image_options: dict[str, Any] = field(default_factory=dict)
     wait: bool = False  # for another run holding out_dir, instead of failing at once
+    inputs_file: Path | None = None  # `--hil-inputs`: a .pt/.npz instead of the model's example inputs
+    numerics: bool = True  # write real inputs, read the outputs back and compare them (hil.numerics)
 
 
 @dataclass
@@ -195,6 +198,17 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checke
     return PreparedImage(image, buffer.time_scale, buffer.simulation, firmware="replay")
 
 
+def _run_inputs(request: RunRequest, compiled: CompiledModel, pte: Path) -> RunInputs | None:
+    """The inputs the target gets (the user's file, else the example inputs), checked against the program; None
+    with the numerics check off (the image keeps its fill byte)."""
+    if not request.numerics:
+        return None
+    from hil.aot.export import load_inputs
+    from hil.numerics.check import run_inputs
+
+    return run_inputs(pte, load_inputs(compiled), request.model, request.inputs_file)
+
+
 def _import_frameworks(timer: StepTimer) -> None:
     """torch and executorch take seconds to import (more on a cold disk): their own step, not hidden in another."""
     if "executorch.devtools" in sys.modules:
@@ -249,7 +263,12 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
         if compiled.extra.get("conversion_log"):
             atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
         provenance["model_memory"] = inputs.check_model_fits(request.board, out / "model.pte")
+        run_inputs = _run_inputs(request, compiled, out / "model.pte")  # wrong inputs are refused before any image
         prepared = _prepare_image(request, compiled, checked, timer)
+        reason = skip_reason(enabled=request.numerics, firmware=prepared.firmware, delegate=delegate)
+        if run_inputs is not None and prepared.firmware != "replay":
+            checked = replace(checked, plan=replace(checked.plan, inputs=run_inputs.tensors,
+                                                    ram=tuple(request.board.ram_regions)))
         image, simulation = prepared.elf, prepared.simulation
         # The QEMU runtime image really runs the program; replays and simulated boards say so.
         simulated = request.board.kind != "rt700" and prepared.firmware != "runtime"
@@ -277,6 +296,10 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
                 pte_path=out / "model.pte",
             )
         profile["delegate"] = delegate
+        if request.numerics:
+            with timer.step("numerics", "compare the outputs with eager PyTorch and the host runtime"):
+                profile["numerics"] = numerics_section(run_inputs, capture.outputs, reason=reason, model=request.model,
+                                                       pte=out / "model.pte", delegate=delegate)
         if request.board.kind == "qemu":
             from hil.firmware.qemu_firmware import annotations
 

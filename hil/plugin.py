@@ -63,6 +63,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--hil-iterations", type=int, metavar="N", help=option_help("hil_iterations", "inferences profiled per run (default 5)"))
     group.addoption("--hil-timeout", type=float, metavar="S",
                     help=option_help("hil_timeout", "seconds allowed per board run (default: the board file's)"))
+    group.addoption("--hil-inputs", dest="hil_inputs", type=Path, default=None, metavar="FILE",
+                    help="input tensors (.pt/.npz) for every hil_profile run instead of the model's example inputs")
     add_ini(parser)
     for opt in OVERRIDES:
         group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar, help=opt.help)
@@ -201,6 +203,7 @@ def hil_profile(
         options.setdefault("iterations", config.getoption("hil_iterations"))
         options.setdefault("timeout_s", config.getoption("hil_timeout"))
         options.setdefault("warmup", config.getoption("hil_warmup"))
+        options.setdefault("inputs_file", config.getoption("hil_inputs"))
         board = options.pop("board", None) or _board_for(request, hil_board_config)
         if subdir is not None:
             out = artifacts_subfolder(hil_artifacts_dir, subdir)

@@ -26,6 +26,8 @@ class RunCapture:
     crc32: dict[str, Any] | None = None
     # What the board noticed and dealt with (a retried flash, a stale lock or debug server ended).
     notes: list[str] = field(default_factory=list)
+    # The method's outputs after the last run (hil.road.tensor_io), when the plan carried inputs.
+    outputs: tuple[Any, ...] | None = None
 
 
 class Board(Protocol):

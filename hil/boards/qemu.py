@@ -24,6 +24,7 @@ from hil.road.gdbmi import GdbMiSession
 from hil.road.ports import LOOPBACK
 from hil.road.qemu import QemuProcess, pty_opened_by_other
 from hil.road.run_config import run_planned
+from hil.road.tensor_io import read_outputs
 from hil.road.serial_reader import SerialReader
 
 END_LINE = "Program complete, exiting."
@@ -119,6 +120,7 @@ class QemuBoard:
                 result, etdump = read_out_etdump(
                     gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.etdump_path
                 )
+                outputs = read_outputs(gdb, ctx, self.cfg.ram_regions) if plan.inputs is not None else None
             with self._step("finish"):
                 exit_code = self._finish(ctx, deadline)
         except TargetError as exc:
@@ -130,6 +132,7 @@ class QemuBoard:
             result_addr=result.address,
             steps_s=dict(self.steps_s),
             crc32=result.crc_record(etdump),
+            outputs=outputs,
             exit_code=exit_code,
         )
 
