@@ -25,7 +25,7 @@ from hil.config import BoardConfig
 from hil.errors import BoardConfigError, HilError, InputError
 from hil.firmware.elf_model import check_image_carries
 from hil.manifest import sha256_file, write_manifest
-from hil.numerics.check import RunInputs, numerics_section, skip_reason
+from hil.numerics.check import RunInputs, numerics_section, skip_reason, write_outputs
 from hil.progress import Progress
 from hil.regress.stats import drop_warmup
 from hil.run_folder import RunFolderLock
@@ -38,7 +38,7 @@ DEFAULT_ITERATIONS = 5
 RUN_FILES = (
     "model.pte", "etrecord.bin", "trace.etdump", "serial.log", "mi.log", "qemu.log", "profile.json",
     "simulation.json", "neutron_convert.log", "manifest.json", "error.txt", "trace.json", "fault.json",
-    "gdb-mi.log", "gdbserver.log",
+    "gdb-mi.log", "gdbserver.log", "outputs.pt",
 )
 
 
@@ -283,6 +283,8 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
         provenance["etdump_crc32"] = capture.crc32
         if capture.notes:
             provenance["board_notes"] = capture.notes
+        if capture.outputs is not None:
+            write_outputs(out / "outputs.pt", capture.outputs)  # the target's outputs, for anyone to check again
         console = parse_console(capture.console)
         with timer.step("analyse", "analyse the ETDump with the ETRecord"):
             profile = build_profile(

@@ -101,6 +101,19 @@ def numerics_section(inputs: RunInputs | None, outputs: "tuple[OutputTensor, ...
             "vs_host_runtime": summary["host_runtime"]}
 
 
+def write_outputs(path: Path, outputs: "tuple[OutputTensor, ...]") -> Path:
+    """The target's tensor outputs as a .pt (a tuple of tensors, in order: the format `--hil-inputs` reads)."""
+    import io
+
+    import torch
+
+    from hil import atomic
+
+    buffer = io.BytesIO()
+    torch.save(tuple(tensor_from_bytes(o.data, o.spec) for o in outputs if o.spec is not None), buffer)
+    return atomic.write_bytes(path, buffer.getvalue())
+
+
 def eager_outputs(model: str, inputs: tuple["torch.Tensor", ...]) -> list["torch.Tensor"]:
     """The eager PyTorch model's outputs (its tensors, flattened in order) on `inputs`."""
     import torch

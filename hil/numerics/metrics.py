@@ -93,7 +93,7 @@ def worst(figures: list[dict[str, Any]]) -> dict[str, Any]:
         "max_abs_error": _largest(f["max_abs_error"] for f in figures),
         "max_rel_error": _largest(f["max_rel_error"] for f in figures),
         "snr_db": _lowest_snr(figures),
-        "cosine": min(f["cosine"] for f in figures),
+        "cosine": None if any(f["cosine"] is None for f in figures) else min(f["cosine"] for f in figures),
         "bit_exact": all(f["bit_exact"] for f in figures),
     }
     top1 = [f["top1_agreement"] for f in figures if "top1_agreement" in f]
