@@ -42,7 +42,7 @@ MODEL_ALIGN = 16  # hil.firmware.model_array aligns the array to 16 bytes
 PROTOCOL_MARKERS = (
     "Result buf:", "Run config:", "Inference time:", "Core/NPU Frequency:", "Model Size:", "Model Addr:",
     " Addr: ", "_used: Total", "HIL error:", "Setting up planned buffer", "Model buffer loaded",
-    "Running method", "outputs:", "et-hil profiling firmware",
+    "Running method", "outputs:", "et-hil profiling firmware", "Inputs: ",
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
