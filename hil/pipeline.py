@@ -25,7 +25,7 @@ from hil.config import BoardConfig
 from hil.errors import BoardConfigError, HilError, InputError
 from hil.firmware.elf_model import check_image_carries
 from hil.manifest import sha256_file, write_manifest
-from hil.numerics.check import RunInputs, numerics_section, skip_reason, write_outputs
+from hil.numerics.check import SIM_NPU_REASON, RunInputs, numerics_section, skip_reason, write_outputs
 from hil.progress import Progress
 from hil.regress.stats import drop_warmup
 from hil.run_folder import RunFolderLock
@@ -265,8 +265,8 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
         provenance["model_memory"] = inputs.check_model_fits(request.board, out / "model.pte")
         run_inputs = _run_inputs(request, compiled, out / "model.pte")  # wrong inputs are refused before any image
         prepared = _prepare_image(request, compiled, checked, timer)
-        reason = skip_reason(enabled=request.numerics, firmware=prepared.firmware, delegate=delegate)
-        if run_inputs is not None and prepared.firmware != "replay":
+        reason = skip_reason(enabled=request.numerics, firmware=prepared.firmware, delegate=delegate, elf=prepared.elf)
+        if run_inputs is not None and reason in (None, SIM_NPU_REASON):  # an image that takes inputs gets them
             checked = replace(checked, plan=replace(checked.plan, inputs=run_inputs.tensors,
                                                     ram=tuple(request.board.ram_regions)))
         image, simulation = prepared.elf, prepared.simulation

@@ -57,15 +57,28 @@ def run_inputs(pte: Path, example_inputs: tuple["torch.Tensor", ...], model: str
     return RunInputs(source, checked, tuple(tensors))
 
 
-def skip_reason(*, enabled: bool, firmware: str, delegate: str) -> str | None:
-    """Why this run computes no outputs to compare, or None when it does."""
+def skip_reason(*, enabled: bool, firmware: str, delegate: str, elf: Path | None = None) -> str | None:
+    """Why this run computes no outputs to compare, or None when it does.
+
+    A user's image (`firmware.elf`) without `hil_io` predates the tensor handshake: it still runs, on its
+    fill byte, and the section says so instead of a number."""
     if not enabled:
         return DISABLED_REASON
     if firmware == "replay":
         return REPLAY_REASON
+    if firmware == "user" and elf is not None and not has_tensor_io(elf):
+        return f"image {elf.name} has no hil_io: it predates the tensor handshake, rebuild it"
     if delegate == "neutron-sim":
         return SIM_NPU_REASON
     return None
+
+
+def has_tensor_io(elf: Path) -> bool:
+    """Whether the image defines `hil_io` (firmware/common/hil_io.c), read from its symbol table."""
+    from hil.firmware.elf_reader import read_elf
+    from hil.road.tensor_io import IO_SYMBOL
+
+    return bool(read_elf(elf).symbols_named(IO_SYMBOL))
 
 
 def numerics_section(inputs: RunInputs | None, outputs: "tuple[OutputTensor, ...] | None", *, reason: str | None,

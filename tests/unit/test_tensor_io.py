@@ -81,3 +81,14 @@ def test_inputs_that_do_not_fit_are_refused_naming_the_input(tensors, message: s
     with pytest.raises(InputError) as caught:
         check_inputs(["x", "ids"][:len(tensors)], tensors, PROGRAM, "file in.npz")
     assert message in str(caught.value) and str(caught.value).startswith("file in.npz: ")
+
+
+def test_a_users_image_without_hil_io_runs_and_says_why_no_outputs(tmp_path) -> None:
+    from hil.firmware.qemu_image import build_qemu_image
+    from hil.numerics.check import skip_reason
+
+    old = build_qemu_image(b"\x10\0\0\0ED00" + bytes(64), ["Inference time: 907 us"], runs=1, cache=tmp_path)
+    reason = skip_reason(enabled=True, firmware="user", delegate="none", elf=old)
+    assert reason == f"image {old.name} has no hil_io: it predates the tensor handshake, rebuild it"
+    assert skip_reason(enabled=True, firmware="replay", delegate="none", elf=old) == "replay image"
+    assert skip_reason(enabled=False, firmware="user", delegate="none", elf=old) == "numerics check off (--no-numerics)"
