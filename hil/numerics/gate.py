@@ -58,3 +58,10 @@ def _db(value: float) -> str:
     if value == -math.inf:
         return "not finite (NaN or infinity in an output)"
     return f"{value:.1f} dB"
+
+
+def numerics_summary(section: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What the history keeps of a `numerics` section: the status, why not, the worst figures per reference."""
+    if not section:
+        return {}
+    return {key: section[key] for key in ("status", "reason", "vs_eager", "vs_host_runtime") if key in section}

@@ -19,6 +19,7 @@ from typing import Any
 
 from hil.analysis.statistics import summarize
 from hil.errors import AnalysisError
+from hil.numerics.gate import numerics_summary
 from hil.regress.finite import check_finite
 from hil.regress.identity import keyed_events, series_name
 
@@ -44,6 +45,8 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS runs_by_model ON runs(model, board, time);
 """
 
+# Columns of `runs` that hold JSON objects (decoded on reading; an empty one reads as {}).
+_JSON_COLUMNS = ("versions", "totals", "memory", "time_scale", "numerics")
 _EVENT_COLUMNS = ("p50_us", "p90_us", "min_us", "max_us", "mad_us", "mean_us")
 
 
@@ -92,8 +95,10 @@ def _create(conn: sqlite3.Connection) -> None:
     for statement in filter(str.strip, _SCHEMA.split(";")):
         conn.execute(statement)
     columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
-    if "time_scale" not in columns:  # databases written before runs recorded their clock
-        conn.execute("ALTER TABLE runs ADD COLUMN time_scale TEXT")
+    # Columns of later versions, added to databases written before them: the clock, the outputs' numerics.
+    for column in ("time_scale", "numerics"):
+        if column not in columns:
+            conn.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
 
 
 @contextmanager
@@ -152,6 +157,7 @@ def record_run(
         "artifacts": None if artifacts is None else str(artifacts),
         "comparison": None if comparison is None else json.dumps(comparison),
         "time_scale": json.dumps(profile.get("time_scale") or {}, sort_keys=True),
+        "numerics": json.dumps(numerics_summary(profile.get("numerics")), sort_keys=True),
     }
     event_rows = []
     for seq, (key, event) in enumerate(keyed_events(profile.get("events", [])).items()):
@@ -189,7 +195,7 @@ def read_runs(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """Every run, oldest first, with JSON columns decoded."""
     rows = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY time, id")]
     for row in rows:
-        for col in ("versions", "totals", "memory", "time_scale"):
+        for col in _JSON_COLUMNS:
             row[col] = json.loads(row[col]) if row.get(col) else {}
         row["comparison"] = json.loads(row["comparison"]) if row.get("comparison") else None
     return rows
@@ -217,6 +223,7 @@ def profile_from_history(run: dict[str, Any], events: list[dict[str, Any]]) -> d
         "npu_fraction": run.get("npu_fraction"),
         "memory": run.get("memory") or {},
         "time_scale": run.get("time_scale") or {},
+        "numerics": run.get("numerics") or {},
     }
 
 
@@ -231,7 +238,7 @@ def recent_runs(path: Path, series: str, board: str, limit: int) -> list[dict[st
             "SELECT * FROM runs WHERE model = ? AND board = ? AND passed = 1 ORDER BY time DESC, id DESC LIMIT ?",
             (series, board, limit))]
         for row in rows:
-            for col in ("versions", "totals", "memory", "time_scale"):
+            for col in _JSON_COLUMNS:
                 row[col] = json.loads(row[col]) if row.get(col) else {}
         profiles = [profile_from_history(row, read_events(conn, row["id"])) for row in reversed(rows)]
     finally:

@@ -85,3 +85,27 @@ def test_the_gate_flags_an_snr_drop_below_rounding_and_nothing_else() -> None:
     assert snr_drop([_profile(None, exact=True)], [_profile(None, exact=True)]) is None
     assert snr_drop([_profile(40.0)], [_profile(39.5)]) is None  # within the 1 dB allowed
     assert snr_drop([{"numerics": {"status": "not computed"}}], [_profile(3.0)]) is None  # nothing to judge against
+
+
+def _run_profile(snr: float | None, exact: bool = False) -> dict:
+    """A profile of one event (the same time on every run), with its outputs' SNR against eager PyTorch."""
+    event = {"name": "Method::execute", "kind": "method", "op_types": [], "times_us": [100.0] * 5, "p50_us": 100.0}
+    return {"board": "qemu", "model": "cifar10", "iterations": 5, "time_scale": {"ticks_per_us": 20.0},
+            "events": [event], "totals_us": {"method_execute": 100.0}, **_profile(snr, exact)}
+
+
+def test_the_history_keeps_the_snr_and_the_nightly_gate_fails_on_its_drop(tmp_path) -> None:
+    from hil.regress import history
+    from hil.regress.compare import compare_runs
+    from hil.regress.gate import decide
+
+    db = tmp_path / "history.db"
+    for _ in range(3):
+        history.record_run(db, _run_profile(140.0), passed=True)
+    baselines = history.recent_runs(db, "cifar10", "qemu", 3)
+    assert [b["numerics"]["vs_eager"]["snr_db"] for b in baselines] == [140.0, 140.0, 140.0]
+    dropped = decide(compare_runs(baselines, [_run_profile(35.0)]))
+    assert dropped.failed and dropped.reason == (
+        "regression: output SNR vs eager PyTorch dropped from 140.0 dB to 35.0 dB (more than 1 dB)")
+    same = decide(compare_runs(baselines, [_run_profile(139.0)]))
+    assert not same.failed, same.reason  # no time changed and the SNR stays at float rounding's level
