@@ -24,8 +24,8 @@ from hil.road.gdbmi import GdbMiSession
 from hil.road.ports import LOOPBACK
 from hil.road.qemu import QemuProcess, pty_opened_by_other
 from hil.road.run_config import run_planned
-from hil.road.tensor_io import read_outputs
 from hil.road.serial_reader import SerialReader
+from hil.road.tensor_io import read_outputs
 
 END_LINE = "Program complete, exiting."
 # Where the replay image ends (firmware/qemu/semihost.c): QEMU exits inside it.

@@ -27,8 +27,8 @@ from hil.road.capture import RunContext, read_out_etdump
 from hil.road.forensics import FaultWatch
 from hil.road.gdbmi import GdbMiSession
 from hil.road.run_config import run_planned
-from hil.road.tensor_io import read_outputs
 from hil.road.serial_reader import SerialReader
+from hil.road.tensor_io import read_outputs
 
 LOG = logging.getLogger(__name__)
 
