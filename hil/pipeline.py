@@ -302,6 +302,7 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
             with timer.step("numerics", "compare the outputs with eager PyTorch and the host runtime"):
                 profile["numerics"] = numerics_section(run_inputs, capture.outputs, reason=reason, model=request.model,
                                                        pte=out / "model.pte", delegate=delegate)
+            provenance["numerics"] = profile["numerics"]  # no dump holds it: `hil inspect RUN_DIR` takes it from here
         if request.board.kind == "qemu":
             from hil.firmware.qemu_firmware import annotations
 

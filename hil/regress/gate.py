@@ -36,13 +36,14 @@ class Decision:
 
 def decide(comparison: Comparison, *, strict: bool = False) -> Decision:
     """Pass, fail or cannot judge (failing only under `strict`); see the module docstring."""
-    if comparison.numerics_drop:
-        return Decision(FAIL, True, f"regression: {comparison.numerics_drop}")
     regressions = comparison.regressions
+    numerics = f"; {comparison.numerics_drop}" if comparison.numerics_drop else ""
     if regressions:
         worst = regressions[0]
         change = "" if worst.change_pct is None else f" {worst.change_pct:+.1f}%"
-        return Decision(FAIL, True, f"regression: {len(regressions)} event(s) slower, first {worst.name}{change}")
+        return Decision(FAIL, True, f"regression: {len(regressions)} event(s) slower, first {worst.name}{change}{numerics}")
+    if comparison.numerics_drop:
+        return Decision(FAIL, True, f"regression: {comparison.numerics_drop}")
     if comparison.disturbed:
         return Decision(CANNOT_JUDGE, strict, "cannot judge: the new run was slowed as a whole by machine load; re-run it")
     if comparison.cannot_judge:
