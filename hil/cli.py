@@ -90,6 +90,8 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
         debug_outputs=args.debug_outputs,
         drift_snr_db=args.drift_snr_db,
         export_timeout_s=args.export_timeout,
+        inputs_file=args.inputs,
+        numerics=not args.no_numerics,
     )
     from hil.progress import for_stream
 
@@ -179,6 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--debug-outputs", "--hil-debug-outputs", dest="debug_outputs", action="store_true",
                      help="record every operator's outputs on the target and name the first that drifts from the ETRecord")
     _add_drift_threshold(run)
+    run.add_argument("--inputs", "--hil-inputs", type=Path, default=None, metavar="FILE",
+                     help="input tensors (.pt: a tensor or tuple of them; .npz: arrays in order) instead of the model's "
+                          "example inputs; refused before flashing when they do not fit the program")
+    run.add_argument("--no-numerics", action="store_true",
+                     help="skip the numerics check (the target keeps its fill-byte inputs, outputs are not read)")
     run.add_argument("-v", "--verbose", action="store_true", help="also print each step's duration as it ends")
     run.add_argument("-q", "--quiet", action="store_true", help="print no step lines or progress bars")
     run.add_argument("--json", action="store_true", help="print the profile as JSON instead of the table")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from hil.config import BoardConfig
 from hil.errors import BoardConfigError, HilError, InputError, WriteError
 from hil.firmware.elf_model import check_image_carries
 from hil.manifest import sha256_file, write_manifest
+from hil.numerics.check import SIM_NPU_REASON, RunInputs, numerics_section, skip_reason, write_outputs
 from hil.progress import Progress
 from hil.regress.stats import drop_warmup
 from hil.run_folder import RunFolderLock
@@ -37,7 +38,7 @@ DEFAULT_ITERATIONS = 5
 RUN_FILES = (
     "model.pte", "etrecord.bin", "trace.etdump", "serial.log", "mi.log", "qemu.log", "profile.json",
     "simulation.json", "neutron_convert.log", "manifest.json", "error.txt", "trace.json", "fault.json",
-    "gdb-mi.log", "gdbserver.log", "export.log", "debug.bin",
+    "gdb-mi.log", "gdbserver.log", "export.log", "debug.bin", "outputs.pt",
 )
 
 
@@ -59,6 +60,8 @@ class RunRequest:
     debug_outputs: bool = False  # record every operator's outputs and name the first that drifts (hil.drift)
     drift_snr_db: float | None = None  # below it an operator drifts (None: hil.drift.gap.DEFAULT_SNR_DB)
     export_timeout_s: float | None = None  # for a user's model (hil.aot.isolated); default: board file, 600 s
+    inputs_file: Path | None = None  # `--hil-inputs`: a .pt/.npz instead of the model's example inputs
+    numerics: bool = True  # write real inputs, read the outputs back and compare them (hil.numerics)
 
 
 @dataclass
@@ -213,6 +216,17 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checke
     return PreparedImage(image, buffer.time_scale, buffer.simulation, firmware="replay")
 
 
+def _run_inputs(request: RunRequest, compiled: CompiledModel, pte: Path) -> RunInputs | None:
+    """The inputs the target gets (the user's file, else the example inputs), checked against the program; None
+    with the numerics check off (the image keeps its fill byte)."""
+    if not request.numerics:
+        return None
+    from hil.aot.export import load_inputs
+    from hil.numerics.check import run_inputs
+
+    return run_inputs(pte, load_inputs(compiled), request.model, request.inputs_file)
+
+
 def _import_frameworks(timer: StepTimer) -> None:
     """torch and executorch take seconds to import (more on a cold disk): their own step, not hidden in another."""
     if "executorch.devtools" in sys.modules:
@@ -277,7 +291,12 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
             from hil.drift.debug_size import check_debug_fits
 
             provenance["debug_buffer"] = check_debug_fits(request.board, out / "model.pte", checked.plan.runs)
+        run_inputs = _run_inputs(request, compiled, out / "model.pte")  # wrong inputs are refused before any image
         prepared = _prepare_image(request, compiled, checked, timer)
+        reason = skip_reason(enabled=request.numerics, firmware=prepared.firmware, delegate=delegate, elf=prepared.elf)
+        if run_inputs is not None and reason in (None, SIM_NPU_REASON):  # an image that takes inputs gets them
+            checked = replace(checked, plan=replace(checked.plan, inputs=run_inputs.tensors,
+                                                    ram=tuple(request.board.ram_regions)))
         image, simulation = prepared.elf, prepared.simulation
         # The QEMU runtime image really runs the program; replays and simulated boards say so.
         simulated = request.board.kind != "rt700" and prepared.firmware != "runtime"
@@ -292,6 +311,8 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
         provenance["etdump_crc32"] = capture.crc32
         if capture.notes:
             provenance["board_notes"] = capture.notes
+        if capture.outputs is not None:
+            write_outputs(out / "outputs.pt", capture.outputs)  # the target's outputs, for anyone to check again
         console = parse_console(capture.console)
         with timer.step("analyse", "analyse the ETDump with the ETRecord"):
             profile = build_profile(
@@ -305,8 +326,14 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
                 pte_path=out / "model.pte",
             )
         profile["delegate"] = delegate
+        if request.numerics:
+            with timer.step("numerics", "compare the outputs with eager PyTorch and the host runtime"):
+                profile["numerics"] = numerics_section(run_inputs, capture.outputs, reason=reason, model=request.model,
+                                                       pte=out / "model.pte", delegate=delegate)
+            provenance["numerics"] = profile["numerics"]  # no dump holds it: `hil inspect RUN_DIR` takes it from here
         if request.debug_outputs:
-            profile["drift"] = _drift(out, compiled, capture, checked, request, timer)
+            profile["drift"] = _drift(out, compiled, capture, checked, request, timer,
+                                      written=run_inputs.torch_inputs if checked.plan.inputs is not None else None)
             provenance.update(drift_snr_db=profile["drift"]["threshold_snr_db"],
                               drift_inputs=profile["drift"]["inputs"])
         if request.board.kind == "qemu":
@@ -369,15 +396,14 @@ def _write_manifest_last(out: Path, provenance: dict[str, Any]) -> None:
 
 
 def _drift(out: Path, compiled: CompiledModel, capture: RunCapture, checked: CheckedRequest, request: RunRequest,
-           timer: StepTimer) -> dict[str, Any]:
+           timer: StepTimer, *, written: tuple[Any, ...] | None) -> dict[str, Any]:
     """The `drift` section (hil.drift): every operator's outputs against the ETRecord's reference graph."""
     from hil.drift import run_step
     from hil.drift.gap import DEFAULT_SNR_DB
 
     threshold = DEFAULT_SNR_DB if request.drift_snr_db is None else request.drift_snr_db
     with timer.step("drift", "compare every operator's outputs with the ETRecord (numeric gap)"):
-        # The inputs written into the target, when the plan carries any (hil.numerics); else its fill byte.
-        written = getattr(checked.plan, "inputs", None)
+        # `written`: the torch inputs the harness wrote into the target (hil.numerics); None: its fill byte.
         return run_step.analyse(out, compiled, capture.debug_buffer, runs=checked.plan.runs, threshold_db=threshold,
                                 simulated_npu=checked.delegate == "neutron-sim", inputs=written, figures={
                                     "debug_buffer_bytes": request.board.get("memory.debug_buffer_bytes")})

@@ -67,6 +67,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="record every operator's outputs on the target and name the first that drifts (hil.drift)")
     group.addoption("--hil-drift-snr-db", type=float, default=None, metavar="DB",
                     help="with --hil-debug-outputs: an operator below this SNR drifts (default 40)")
+    group.addoption("--hil-inputs", dest="hil_inputs", type=Path, default=None, metavar="FILE",
+                    help="input tensors (.pt/.npz) for every hil_profile run instead of the model's example inputs")
     add_ini(parser)
     for opt in OVERRIDES:
         group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar, help=opt.help)
@@ -207,6 +209,7 @@ def hil_profile(
         options.setdefault("warmup", config.getoption("hil_warmup"))
         options.setdefault("debug_outputs", bool(config.getoption("hil_debug_outputs")))
         options.setdefault("drift_snr_db", config.getoption("hil_drift_snr_db"))
+        options.setdefault("inputs_file", config.getoption("hil_inputs"))
         board = options.pop("board", None) or _board_for(request, hil_board_config)
         if subdir is not None:
             out = artifacts_subfolder(hil_artifacts_dir, subdir)

@@ -69,7 +69,10 @@
 #endif
 #endif
 
-/* Every byte of every tensor input is set to this value (0: all-zero inputs). */
+/*
+ * The fallback inputs: every byte of every tensor input is set to this value when no debugger
+ * writes the inputs (hil_io.h); the console says so.
+ */
 #ifndef HIL_INPUT_FILL_BYTE
 #define HIL_INPUT_FILL_BYTE 0x00
 #endif

@@ -4,7 +4,9 @@
  * Brings up the board (and its NPU, if any), loads the compiled-in ExecuTorch program and its
  * method under an ETDumpGen event tracer, takes the run count from the harness (the
  * run-configuration handshake of firmware/common/hil_result.h: one image serves any count it can
- * hold), runs warm-up + iterations inferences, each on the same inputs, and hands the ETDump to
+ * hold) and its inputs (the tensor handshake of firmware/common/hil_io.h: the harness writes the
+ * bytes, else a fill byte stays and the console says so), runs warm-up + iterations inferences,
+ * each on the same inputs, publishes the outputs in `hil_io`, and hands the ETDump to
  * the harness: it prints the line protocol (firmware/common/hil_protocol.h), publishes {buf, size}
  * in `hil_etdump_result` and calls `hil_etdump_ready()`, where the harness's debugger stops and
  * dumps the bytes. Built with HIL_DEBUG_BUFFER_SIZE > 0 (hil_config.h) it also records every
@@ -29,6 +31,7 @@
 #include "hil_crc32.h"
 #include "hil_protocol.h"
 #include "hil_result.h"
+#include "io_tables.h"
 #include "method_setup.h"
 #include "model_data.h"
 #include "peak_allocator.h"
@@ -182,6 +185,19 @@ int main(void) {
   }
   hil_printf(HIL_MSG_METHOD_LOADED);
 
+  // The input buffers exist before the handshake: the harness writes their bytes there (hil_io.h).
+  hil_printf(HIL_MSG_PREPARING_INPUTS);
+  hil::InputSet inputs;
+  Error err = hil::prepare_inputs(method.get(), meta.get(), method_allocator,
+                                  HIL_INPUT_FILL_BYTE, inputs);
+  if (err != Error::Ok) {
+    return fail("prepare_inputs", err);
+  }
+  if (!hil::publish_inputs(inputs)) {
+    hil_printf(HIL_MSG_PROGRAM_FAILED);
+    return 1;
+  }
+
   // The count this image can trace is known now: the harness reads it at the handshake.
   hil_run_config.max_runs = hil::max_traced_runs(meta.get(), sizeof(g_etdump_buffer), HIL_MAX_RUNS);
   uint32_t iterations = 0;
@@ -190,14 +206,7 @@ int main(void) {
     hil_printf(HIL_MSG_PROGRAM_FAILED);
     return 1;
   }
-
-  hil_printf(HIL_MSG_PREPARING_INPUTS);
-  hil::InputSet inputs;
-  Error err = hil::prepare_inputs(method.get(), meta.get(), method_allocator,
-                                  HIL_INPUT_FILL_BYTE, inputs);
-  if (err != Error::Ok) {
-    return fail("prepare_inputs", err);
-  }
+  hil::take_inputs(inputs, HIL_INPUT_FILL_BYTE);
   hil_printf(HIL_MSG_INPUTS_PREPARED);
 
   hil_printf(HIL_MSG_STARTING);
@@ -218,6 +227,10 @@ int main(void) {
     g_inference_us[i] = ticks_to_us(start, end);
   }
   hil_printf(HIL_MSG_EXECUTED);
+  if (!hil::publish_outputs(method.get())) {  // read by the harness at hil_etdump_ready
+    hil_printf(HIL_MSG_PROGRAM_FAILED);
+    return 1;
+  }
 
   hil_printf(HIL_FMT_FREQUENCY, static_cast<unsigned>(hil_core_clock_hz() / 1000000U));
   print_allocator("method_allocator", method_allocator);

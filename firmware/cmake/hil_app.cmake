@@ -21,10 +21,12 @@ get_filename_component(HIL_FIRMWARE_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 set(HIL_APP_SOURCES
   ${HIL_FIRMWARE_DIR}/app/main.cpp
   ${HIL_FIRMWARE_DIR}/app/method_setup.cpp
+  ${HIL_FIRMWARE_DIR}/app/io_tables.cpp
   ${HIL_FIRMWARE_DIR}/app/pal.cpp
   ${HIL_FIRMWARE_DIR}/app/hil_console.c
   ${HIL_FIRMWARE_DIR}/app/newlib_shims.c
   ${HIL_FIRMWARE_DIR}/common/hil_result.c
+  ${HIL_FIRMWARE_DIR}/common/hil_io.c
   ${HIL_FIRMWARE_DIR}/common/hil_crc32.c)
 
 function(hil_app_target target)

@@ -47,6 +47,17 @@
 #define HIL_FMT_RUN_CONFIG_REFUSED "HIL error: run config out of range (iterations %u, warm-up %u, at most %u runs)" HIL_EOL
 
 /*
+ * The tensor handshake (hil_io.h): who gave the inputs. The harness checks the line against what it
+ * wrote; the fill byte is the firmware's deterministic fallback when no debugger wrote any.
+ */
+#define HIL_FMT_INPUTS_SET "Inputs: %u tensor(s) set by the debugger" HIL_EOL
+#define HIL_FMT_INPUTS_FALLBACK "Inputs: %u tensor(s) filled with byte 0x%x (fallback: no debugger wrote hil_io)" HIL_EOL
+/* "inputs"/"outputs", how many, the table's limit. */
+#define HIL_FMT_IO_TOO_MANY "HIL error: too many %s (%u), hil_io holds at most %u" HIL_EOL
+/* "input"/"output", its index, the table's limit. */
+#define HIL_FMT_IO_TOO_MANY_DIMS "HIL error: %s %u has more than %u dimensions (hil_io)" HIL_EOL
+
+/*
  * The ETDump handshake: printed after get_etdump_data(), before hil_etdump_ready(): address, size
  * and CRC-32 (hil_crc32.h) of the ETDump. The harness checks the bytes it dumps against the CRC;
  * a firmware that prints the line without `, crc32: ...` (older ones did) is read without the
@@ -69,5 +80,6 @@
 #define HIL_DEBUG_RESULT_SYMBOL "hil_debug_result"
 #define HIL_CONFIG_BREAKPOINT_SYMBOL "hil_config_ready"
 #define HIL_RUN_CONFIG_SYMBOL "hil_run_config"
+#define HIL_IO_SYMBOL "hil_io"
 
 #endif /* HIL_PROTOCOL_H */

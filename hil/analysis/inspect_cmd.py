@@ -92,6 +92,8 @@ def inspect_run(folder: Path, drift_snr_db: float | None = None) -> dict[str, An
     )
     profile["delegate"] = manifest.get("delegate")
     profile.update(manifest.get("annotations") or {})  # what the run said beside the dump (what ran on QEMU)
+    if manifest.get("numerics"):  # the outputs' check (hil.numerics): made from the target's outputs, not the dump
+        profile["numerics"] = manifest["numerics"]
     if manifest.get("warmup"):
         profile = drop_warmup(profile, int(manifest["warmup"]))
     if (folder / "debug.bin").is_file():

@@ -13,6 +13,7 @@ from typing import Any
 from hil.analysis.events import short_op as _short_op
 from hil.analysis.totals import main_method
 from hil.drift.report import drift_lines
+from hil.numerics.check import numerics_line
 
 _COLUMNS = (("event", 30), ("kind", 15), ("op types", 29), ("p50 {unit}", 13), ("share", 7))
 _TOTAL_LABELS = (
@@ -116,6 +117,9 @@ def format_table(profile: dict[str, Any]) -> str:
     if console.get("inference_times_us"):
         times = ", ".join(f"{t:.0f}" if float(t).is_integer() else f"{t:g}" for t in console["inference_times_us"])
         lines.append(f"console inference time: {times} us")
+    numerics = numerics_line(profile.get("numerics"))
+    if numerics:
+        lines.append(numerics)
     if profile.get("delegated_outputs"):
         lines.append(f"note: {profile['delegated_outputs']}")
     lines += drift_lines(profile)

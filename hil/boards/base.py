@@ -28,6 +28,8 @@ class RunCapture:
     notes: list[str] = field(default_factory=list)
     # The debug buffer of intermediate outputs, when the plan asked for it (hil.drift.readout).
     debug_buffer: bytes | None = None
+    # The method's outputs after the last run (hil.road.tensor_io), when the plan carried inputs.
+    outputs: tuple[Any, ...] | None = None
 
 
 class Board(Protocol):

@@ -27,6 +27,7 @@ from hil.road.qemu import QemuProcess, pty_opened_by_other
 from hil.road.qemu_fate import blame_qemu_first, uart_held_by_other, uart_peer
 from hil.road.run_config import run_planned
 from hil.road.serial_reader import SerialReader
+from hil.road.tensor_io import read_outputs
 
 END_LINE = "Program complete, exiting."
 # Where the replay image ends (firmware/qemu/semihost.c): QEMU exits inside it.
@@ -129,6 +130,7 @@ class QemuBoard:
                 result, etdump = read_out_etdump(
                     gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.etdump_path
                 )
+                outputs = read_outputs(gdb, ctx, self.cfg.ram_regions) if plan.inputs is not None else None
             with self._step("finish"):
                 exit_code = self._finish(ctx, deadline)
         except TargetError as exc:
@@ -140,6 +142,7 @@ class QemuBoard:
             result_addr=result.address,
             steps_s=dict(self.steps_s),
             crc32=result.crc_record(etdump),
+            outputs=outputs,
             exit_code=exit_code,
             debug_buffer=debug,
         )

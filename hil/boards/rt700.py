@@ -29,6 +29,7 @@ from hil.road.forensics import FaultWatch
 from hil.road.gdbmi import GdbMiSession
 from hil.road.run_config import run_planned
 from hil.road.serial_reader import SerialReader
+from hil.road.tensor_io import read_outputs
 
 LOG = logging.getLogger(__name__)
 
@@ -180,6 +181,7 @@ class Rt700Board:
             result, etdump = read_out_etdump(
                 self._gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.workdir / "trace.etdump"
             )
+            outputs = read_outputs(self._gdb, ctx, self.cfg.ram_regions) if plan.inputs is not None else None
             self._timed("read_etdump", start)
 
             start = time.monotonic()
@@ -200,6 +202,7 @@ class Rt700Board:
             result_addr=result.address,
             steps_s=dict(self.steps_s),
             crc32=result.crc_record(etdump),
+            outputs=outputs,
             exit_code=None,  # a bare-metal board has no exit status
             notes=list(self.notes),
             debug_buffer=debug,

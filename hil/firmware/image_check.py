@@ -35,13 +35,15 @@ from hil.validate.pte import check_pte_bytes
 RUN_CONFIG_SYMBOL = "hil_run_config"
 CONFIG_BREAKPOINT_SYMBOL = "hil_config_ready"
 RUN_CONFIG_SIZE = 16  # struct hil_run_config_t: four uint32_t (firmware/common/hil_result.h)
+IO_SYMBOL = "hil_io"  # the tensor handshake (firmware/common/hil_io.h): inputs in, outputs out
+IO_TABLE_ROWS, IO_MAX_DIMS = 16, 8  # HIL_IO_MAX_TENSORS, HIL_IO_MAX_DIMS
 INIT_ARRAY = ".init_array"
 MODEL_ALIGN = 16  # hil.firmware.model_array aligns the array to 16 bytes
 # Fixed text of the line-protocol formats (firmware/common/hil_protocol.h): a string holding one is ours.
 PROTOCOL_MARKERS = (
     "Result buf:", "Run config:", "Inference time:", "Core/NPU Frequency:", "Model Size:", "Model Addr:",
     " Addr: ", "_used: Total", "Debug buf:", "HIL error:", "Setting up planned buffer", "Model buffer loaded",
-    "Running method", "outputs:", "et-hil profiling firmware",
+    "Running method", "outputs:", "et-hil profiling firmware", "Inputs: ",
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -142,6 +144,35 @@ def check_handshake(image: ElfImage, spec: ImageSpec) -> CheckResult:
     note = f"not symbols, not checked: {', '.join(skipped)}" if skipped else ""
     return _result("handshake", problems, f"{', '.join(s.split()[0] for s in subjects)} present"
                    + (f" ({note})" if note else ""), subjects, failed=note)
+
+
+def io_struct_size(pointer_size: int) -> int:
+    """sizeof(struct hil_io_t): four uint32_t, then two tables of rows {void *data; four uint32_t; int32_t sizes[8]}."""
+    row = pointer_size + 4 * 4 + 4 * IO_MAX_DIMS
+    row += -row % pointer_size
+    return 16 + 2 * IO_TABLE_ROWS * row
+
+
+def check_tensor_io(image: ElfImage, spec: ImageSpec) -> CheckResult:
+    """The debugger writes the inputs into and reads the outputs out of `hil_io`: the object must be there, whole.
+
+    Not applicable to a board whose images carry no program (the QEMU replay image runs no kernel, so
+    it has no outputs to publish)."""
+    if spec.model_section is None:
+        return CheckResult("tensor-io", Status.NOT_APPLICABLE,
+                           f"board '{spec.board}' images carry no program: outputs not computed (replay image)")
+    found = image.symbols_named(IO_SYMBOL)
+    want = io_struct_size(image.pointer_size)
+    if not found:
+        problems = [f"{IO_SYMBOL} is missing: the image cannot take real inputs or publish its outputs"
+                    " (it predates the tensor handshake: rebuild it with firmware/common/hil_io.c)"]
+    elif len(found) > 1 or found[0].kind != "OBJECT" or found[0].size != want:
+        problems = [f"{IO_SYMBOL} is {len(found)} symbol(s), the first a {found[0].kind} of {found[0].size} bytes;"
+                    f" expected one OBJECT of {want} bytes (firmware/common/hil_io.h)"]
+    else:
+        problems = []
+    return _result("tensor-io", problems, f"{IO_SYMBOL} OBJECT of {want} bytes present",
+                   [f"{IO_SYMBOL} OBJECT at 0x{found[0].address:08x}"] if found else [])
 
 
 def check_model(image: ElfImage, spec: ImageSpec, pte: bytes | None, pte_name: str = "model.pte") -> CheckResult:
@@ -320,9 +351,10 @@ def check_console_formats(image: ElfImage, skip_sections: tuple[str, ...] = ()) 
 
 
 def check_image(image: ElfImage, spec: ImageSpec, pte: bytes | None, pte_name: str = "model.pte") -> ImageReport:
-    """All seven checks, in the order a failure would bite: boot, debugger, model, layout, start-up, console."""
+    """All eight checks, in the order a failure would bite: boot, debugger, tensors, model, layout, start-up, console."""
     results = (
-        check_flash_config(image, spec), check_handshake(image, spec), check_model(image, spec, pte, pte_name),
+        check_flash_config(image, spec), check_handshake(image, spec), check_tensor_io(image, spec),
+        check_model(image, spec, pte, pte_name),
         check_regions(image, spec), check_load_addresses(image, spec),
         check_kernel_registration(image),
         check_console_formats(image, skip_sections=(spec.model_section,) if spec.model_section else ()),

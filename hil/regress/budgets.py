@@ -12,6 +12,9 @@ In a file:   budgets/<board>.toml, one table per model:
     "0" = 50                           # NPU kernel "0"
     "native_call_add.out" = 10         # an event by name
 
+and the numerics of the outputs against eager PyTorch (hil.numerics): `snr_db_min = 40`,
+`max_abs_error = 1e-3`; a run that computed no outputs (simulated NPU, replay image) breaks them.
+
 A key in `ops` that matches no event is itself a failure: a typo must not pass silently. The
 marker wins over the file key by key. Measured values are p50s (the same numbers baselines use).
 """
@@ -27,7 +30,7 @@ from hil.errors import BoardConfigError
 from hil.regress.identity import display_name, op_types_text
 from hil.regress.stats import event_spread
 
-BUDGET_KEYS = ("total_us", "npu_fraction_min", "ops", "memory_bytes", "memory")
+BUDGET_KEYS = ("total_us", "npu_fraction_min", "ops", "memory_bytes", "memory", "snr_db_min", "max_abs_error")
 
 
 @dataclass
@@ -40,6 +43,9 @@ class Budget:
     memory_bytes: int | None = None
     memory: dict[str, float] = field(default_factory=dict)  # limits on single fields of profile["memory"]
     source: str = "marker"
+    # The target's outputs against eager PyTorch (profile["numerics"]["vs_eager"], the worst output).
+    snr_db_min: float | None = None
+    max_abs_error: float | None = None
 
     @property
     def empty(self) -> bool:
@@ -77,7 +83,8 @@ def budget_from_mapping(values: dict[str, Any], source: str) -> Budget:
         if not isinstance(value, (int, float)):
             raise BoardConfigError(f"budget from {source}: limit for {key!r} must be a number, got {value!r}")
     mem = number("memory_bytes")
-    return Budget(number("total_us"), number("npu_fraction_min"), ops, None if mem is None else int(mem), memory, source)
+    return Budget(number("total_us"), number("npu_fraction_min"), ops, None if mem is None else int(mem), memory, source,
+                  number("snr_db_min"), number("max_abs_error"))
 
 
 def load_file_budget(path: Path, model: str) -> Budget | None:
@@ -108,6 +115,8 @@ def merge_budgets(base: Budget | None, override: Budget | None) -> Budget | None
         override.memory_bytes if override.memory_bytes is not None else base.memory_bytes,
         {**base.memory, **override.memory},
         f"{base.source} + {override.source}",
+        override.snr_db_min if override.snr_db_min is not None else base.snr_db_min,
+        override.max_abs_error if override.max_abs_error is not None else base.max_abs_error,
     )
 
 
@@ -155,6 +164,9 @@ def check_budget(profile: dict[str, Any], budget: Budget) -> list[Violation]:
         value = memory.get(key)
         if not isinstance(value, (int, float)) or value > limit:
             found.append(Violation(f"memory {key!r}", value if isinstance(value, (int, float)) else None, limit, "B"))
+    from hil.numerics.budget import numerics_violations
+
+    found += [Violation(*v) for v in numerics_violations(profile.get("numerics"), budget.snr_db_min, budget.max_abs_error)]
     return found
 
 

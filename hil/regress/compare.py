@@ -148,7 +148,10 @@ def compare_runs(
     if any(d.verdict == UNJUDGED for d in deltas) and not disturbed:
         notes.append("warning: events measured in 1 iteration cannot be judged (n = 1); run more iterations")
     notes += _power_notes(deltas, len(base), len(now), alpha)
-    return Comparison(deltas, tolerance, noise_k, min_delta_us, notes, len(base), len(now), disturbed, alpha)
+    from hil.numerics.gate import snr_drop
+
+    return Comparison(deltas, tolerance, noise_k, min_delta_us, notes, len(base), len(now), disturbed, alpha,
+                      snr_drop(baselines, nows))
 
 
 @dataclass(frozen=True)
@@ -286,6 +289,8 @@ def format_comparison(comparison: Comparison, *, limit: int = 10) -> str:
         f"(tolerance {comparison.tolerance * 100:g}%, noise {comparison.noise_k:g} sigma)"
     )
     out = [head, *comparison.notes]
+    if comparison.numerics_drop:
+        out.insert(1, f"numerics regression: {comparison.numerics_drop}")
     if regs:
         out += ["", *_rows_table(f"worst regressions (of {len(regs)}):", regs[:limit])]
     blind = comparison.cannot_judge
@@ -303,6 +308,7 @@ def comparison_to_dict(comparison: Comparison) -> dict[str, Any]:
         "tolerance": comparison.tolerance,
         "noise_k": comparison.noise_k,
         "has_regression": comparison.has_regression,
+        "numerics_drop": comparison.numerics_drop,
         "disturbed": comparison.disturbed,
         "baseline_runs": comparison.baseline_runs,
         "now_runs": comparison.now_runs,

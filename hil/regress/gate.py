@@ -2,7 +2,7 @@
 
 A comparison lists every event's verdict; what a nightly does with them is decided here and only
 here, so the exit status of `hil compare` and the outcome of the pytest gate can never disagree on
-the same runs. A regression fails. A comparison that could not judge (slower events no rule could
+the same runs. A regression fails, and so does an output SNR that dropped (hil.numerics.gate). A comparison that could not judge (slower events no rule could
 decide, or new runs disturbed by machine load) passes with its reason said in the output, the JUnit
 properties and the history, and fails under strict mode (`--hil-strict`, `hil compare --strict`),
 which a nightly that must never be blind turns on.
@@ -37,10 +37,13 @@ class Decision:
 def decide(comparison: Comparison, *, strict: bool = False) -> Decision:
     """Pass, fail or cannot judge (failing only under `strict`); see the module docstring."""
     regressions = comparison.regressions
+    numerics = f"; {comparison.numerics_drop}" if comparison.numerics_drop else ""
     if regressions:
         worst = regressions[0]
         change = "" if worst.change_pct is None else f" {worst.change_pct:+.1f}%"
-        return Decision(FAIL, True, f"regression: {len(regressions)} event(s) slower, first {worst.name}{change}")
+        return Decision(FAIL, True, f"regression: {len(regressions)} event(s) slower, first {worst.name}{change}{numerics}")
+    if comparison.numerics_drop:
+        return Decision(FAIL, True, f"regression: {comparison.numerics_drop}")
     if comparison.disturbed:
         return Decision(CANNOT_JUDGE, strict, "cannot judge: the new run was slowed as a whole by machine load; re-run it")
     if comparison.cannot_judge:

@@ -19,6 +19,7 @@ from typing import Any
 
 from hil.analysis.statistics import summarize
 from hil.errors import AnalysisError, FileContentError
+from hil.numerics.gate import numerics_summary
 from hil.regress.identity import keyed_events, series_name
 from hil.validate.fields import one_line
 from hil.validate.files import read_head
@@ -94,8 +95,10 @@ def _create(conn: sqlite3.Connection) -> None:
     for statement in filter(str.strip, _SCHEMA.split(";")):
         conn.execute(statement)
     columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
-    if "time_scale" not in columns:  # databases written before runs recorded their clock
-        conn.execute("ALTER TABLE runs ADD COLUMN time_scale TEXT")
+    # Columns of later versions, added to databases written before them: the clock, the outputs' numerics.
+    for column in ("time_scale", "numerics"):
+        if column not in columns:
+            conn.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
 
 
 @contextmanager
@@ -154,6 +157,7 @@ def record_run(
         "artifacts": None if artifacts is None else str(artifacts),
         "comparison": None if comparison is None else json.dumps(comparison),
         "time_scale": json.dumps(profile.get("time_scale") or {}, sort_keys=True),
+        "numerics": json.dumps(numerics_summary(profile.get("numerics")), sort_keys=True),
     }
     event_rows = []
     for seq, (key, event) in enumerate(keyed_events(profile.get("events", [])).items()):
@@ -242,6 +246,7 @@ def profile_from_history(run: dict[str, Any], events: list[dict[str, Any]]) -> d
         "npu_fraction": run.get("npu_fraction"),
         "memory": run.get("memory") or {},
         "time_scale": run.get("time_scale") or {},
+        "numerics": run.get("numerics") or {},
     }
 
 

@@ -60,7 +60,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "hil_budget(total_us=, npu_fraction_min=, ops={op type or kernel: us}, memory_bytes=): limits every run of the test must meet"
+        "markers", "hil_budget(total_us=, npu_fraction_min=, ops={op type or kernel: us}, memory_bytes=, snr_db_min=, max_abs_error=): limits every run of the test must meet"
     )
     if config.getoption("hil_baseline_update") and config.getoption("hil_baseline") is None:
         raise pytest.UsageError("--hil-baseline-update needs --hil-baseline PATH (where to write the baselines)")

@@ -79,6 +79,8 @@ class Comparison:
     now_runs: int = 1
     disturbed: bool = False
     alpha: float = DEFAULT_ALPHA
+    # The outputs' SNR against eager PyTorch dropped (hil.numerics.gate): a regression of what is computed.
+    numerics_drop: str | None = None
 
     def _by(self, verdict: str) -> list[EventDelta]:
         return [d for d in self.deltas if d.verdict == verdict]
@@ -98,7 +100,7 @@ class Comparison:
 
     @property
     def has_regression(self) -> bool:
-        return any(d.verdict == REGRESSION for d in self.deltas)
+        return any(d.verdict == REGRESSION for d in self.deltas) or self.numerics_drop is not None
 
     @property
     def best_p_value(self) -> float:

@@ -32,6 +32,8 @@ MI_QUIET_S = 0.001
 PUMP_S = 0.25
 # Bytes per -data-read-memory-bytes: small enough to keep each command well inside its timeout.
 READ_CHUNK = 64 * 1024
+# Bytes per -data-write-memory-bytes (sent as hex: twice as many characters on gdb's stdin).
+WRITE_CHUNK = 16 * 1024
 # Longest record payload written to the transcript.
 TRANSCRIPT_MAX = 600
 # Stop reasons after which the target is gone (the run is over, whatever the cause).
@@ -315,6 +317,18 @@ class GdbMiSession:
                 )
             out += data
         return bytes(out)
+
+    def write_memory(self, address: int, data: bytes, chunk: int = WRITE_CHUNK) -> None:
+        """Write `data` at `address` through -data-write-memory-bytes, in chunks, then read it back:
+        a write the target dropped (a wrong address, a bus error swallowed by the stub) is an error."""
+        for start in range(0, len(data), chunk):
+            part = data[start:start + chunk]
+            self.command(f"-data-write-memory-bytes 0x{address + start:x} {part.hex()}")
+        if self.read_memory(address, len(data)) != data:
+            raise TargetError(
+                f"{self.name}: the {len(data)} bytes written at 0x{address:08x} did not read back the same"
+                f" (transcript: {self.transcript_path})"
+            )
 
     def dump_memory(self, address: int, size: int, path: Path, timeout: float = 60.0) -> Path:
         """Write [address, address+size) to `path` with gdb's `dump binary memory`, whole or not at all.

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from hil.analysis.console import RUN_CONFIG_ANY, RunConfig, parse_run_config
 from hil.errors import TargetError, TargetFault, TargetHang
+from hil.config import MemoryRegion
 from hil.inputs import whole_number
+from hil.numerics.tensors import InputTensor
 from hil.road.capture import CONSOLE_LAG_S, RunContext, continue_to_breakpoint, run_to_breakpoint
 from hil.road.gdbmi import GdbMiSession, StopEvent
 
@@ -40,6 +42,10 @@ class RunPlan:
     warmup: int = 0
     # Read the debug buffer of intermediate outputs beside the ETDump (an image built with one: hil.drift).
     debug_outputs: bool = False
+    # The method's tensor inputs, written at the same stop (hil.road.tensor_io); None: the image keeps its fill.
+    inputs: tuple[InputTensor, ...] | None = field(default=None, compare=False, repr=False)
+    # Where the board's RAM is: every input buffer the image names must lie inside it.
+    ram: tuple[MemoryRegion, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         whole_number(self.iterations, "iterations", at_least=1)
@@ -77,6 +83,10 @@ def run_planned(
             raise
         raise ctx.failure(problem, type(exc)) from exc
     check_echo(ctx, plan, min(CONSOLE_LAG_S, max(1.0, _left(deadline))))
+    if plan.inputs is not None:
+        from hil.road.tensor_io import check_inputs_echo
+
+        check_inputs_echo(ctx, len(plan.inputs), min(CONSOLE_LAG_S, max(1.0, _left(deadline))))
     return stop
 
 
@@ -104,6 +114,10 @@ def configure_run(gdb: GdbMiSession, ctx: RunContext, plan: RunPlan, timeout: fl
         gdb.write_int(f"{CONFIG_SYMBOL}.magic", RUN_CONFIG_MAGIC)  # last: it makes the rest valid
     except TargetError as exc:
         raise here.failure(f"cannot write the run configuration ({plan.describe()}): {exc}") from exc
+    if plan.inputs is not None:
+        from hil.road.tensor_io import write_inputs
+
+        write_inputs(gdb, here, plan.inputs, list(plan.ram))
     return max_runs
 
 

@@ -27,7 +27,7 @@ TABLES = {
     "events": ("run_id", "seq", "key", "kind", "name", "op_types", "delegate_debug_id", "n", "p50_us", "p90_us",
                "min_us", "max_us", "mad_us", "mean_us"),
 }
-JSON_OBJECTS = ("versions", "totals", "memory", "time_scale")
+JSON_OBJECTS = ("versions", "totals", "memory", "time_scale", "numerics")
 VERDICTS = ("regression", "improvement", "cannot judge")
 
 

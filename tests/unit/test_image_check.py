@@ -26,7 +26,7 @@ from hil.errors import HilError
 from hil.firmware.elf_reader import read_elf
 from hil.firmware.image_check import (
     PROTOCOL_MARKERS, Status, check_console_formats, check_flash_config, check_handshake, check_image,
-    check_kernel_registration, check_load_addresses, check_model, check_regions, main,
+    check_kernel_registration, check_load_addresses, check_model, check_regions, check_tensor_io, main,
 )
 from hil.firmware.image_spec import ImageSpec
 from hil.firmware.model_array import pte_to_c_array
@@ -89,11 +89,12 @@ class Build:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def link(self, name: str, *, result: str = "hil_result.o", extra: tuple[str, ...] = (),
+    def link(self, name: str, *, result: str = "hil_result.o", io: bool = True, extra: tuple[str, ...] = (),
              libs: tuple[str, ...] = ("portable", "quantized"), strings: bool = True, **layout: object) -> Path:
         script = self.root / f"{name}.ld"
         script.write_text(LINK_SCRIPT.format(**{**LAYOUT, **layout}))
-        objects = ["firmware.o", "model_pte.o", result, *(["protocol_strings.o"] if strings else []), *extra]
+        objects = ["firmware.o", "model_pte.o", result, *(["hil_io.o"] if io else []),
+                   *(["protocol_strings.o"] if strings else []), *extra]
         archives = [f"{lib}/lib{lib}_ops_lib.a" for lib in libs]
         _run(["arm-none-eabi-g++", *FLAGS, "-nostdlib", "-nostartfiles", "-Wl,--no-warn-rwx-segments", f"-T{script}",
               *objects, "-Wl,--whole-archive", *archives, "-Wl,--no-whole-archive", "-o", f"{name}.elf"], self.root)
@@ -113,7 +114,8 @@ def build(tmp_path_factory: pytest.TempPathFactory) -> Build:
     (root / "protocol_strings.c").write_text(
         f'#include "hil_protocol.h"\n__attribute__((used)) const char *const fixture_formats[] = {{\n    {formats}\n}};\n')
     sources = [FIXTURES / "firmware.c", FIXTURES / "old_hil_result.c", FIXTURES / "bad_format.c",
-               FIRMWARE_DIR / "common" / "hil_result.c", root / "model_pte.c", root / "protocol_strings.c"]
+               FIRMWARE_DIR / "common" / "hil_result.c", FIRMWARE_DIR / "common" / "hil_io.c", root / "model_pte.c",
+               root / "protocol_strings.c"]
     jobs = [[["arm-none-eabi-gcc", *FLAGS, f"-I{FIRMWARE_DIR / 'common'}", "-c", *sources]]]
     for lib, defines in (("portable", []), ("quantized", ["-DFIXTURE_SECOND_SET"])):
         # The same file name in two folders, as ExecuTorch generates one Register...cpp per operator library.
@@ -155,7 +157,7 @@ def test_good_image_passes_every_check_of_the_real_rt700_board_file(good, tmp_pa
     rc, lines, err = _cli(capsys, good, "--model", _pte(tmp_path), "--board", "rt700")
     assert (rc, err) == (0, "")
     assert [line.split(":")[0] for line in lines] == [
-        "PASS flash-config", "PASS handshake", "PASS model", "PASS regions", "PASS load-addresses",
+        "PASS flash-config", "PASS handshake", "PASS tensor-io", "PASS model", "PASS regions", "PASS load-addresses",
         "PASS kernel-registration",
         "PASS console-formats"]
 
@@ -191,6 +193,15 @@ def test_handshake_symbols_have_the_right_kind_and_size(good, rt700):
     result = check_handshake(read_elf(good), odd)
     assert result.problems == ("hil_config_ready is a FUNC, expected a OBJECT",)
     assert "main.cpp:123" in result.detail
+
+
+def test_an_image_without_the_output_publication_symbol_fails_the_tensor_check(build, rt700, good):
+    # sizeof(struct hil_io_t) on a Cortex-M33, by hand: 16 + 2 tables x 16 rows x (4 + 4 x 4 + 8 x 4 = 52) = 1680.
+    passed = check_tensor_io(read_elf(good), rt700)
+    assert passed.status is Status.PASS and passed.detail == "hil_io OBJECT of 1680 bytes present"
+    result = check_tensor_io(read_elf(build.link("no_io", io=False)), rt700)
+    assert result.status is Status.FAIL
+    assert "hil_io is missing: the image cannot take real inputs or publish its outputs" in result.detail
 
 
 @pytest.mark.parametrize(("change", "expected"), [
@@ -362,7 +373,7 @@ def replay_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_qemu_replay_image_passes_against_the_qemu_board(replay_image, capsys):
     report = check_image(read_elf(replay_image), ImageSpec.from_board(load_board_config("qemu")), None)
     verdicts = {r.check: r.status for r in report.results}
-    assert verdicts == {"flash-config": Status.NOT_APPLICABLE, "handshake": Status.PASS,
+    assert verdicts == {"flash-config": Status.NOT_APPLICABLE, "handshake": Status.PASS, "tensor-io": Status.NOT_APPLICABLE,
                         "model": Status.NOT_APPLICABLE, "regions": Status.PASS,
                         "load-addresses": Status.NOT_APPLICABLE, "kernel-registration": Status.PASS, "console-formats": Status.PASS}, report.to_dict()
     regions = next(r for r in report.results if r.check == "regions")
@@ -374,7 +385,7 @@ def test_hil_check_image_runs_end_to_end_with_json(replay_image):
                            "--json"], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, cwd=REPO_ROOT)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["ok"] is True and report["board"] == "qemu" and len(report["checks"]) == 7
+    assert report["ok"] is True and report["board"] == "qemu" and len(report["checks"]) == 8
 
 
 def test_a_failing_check_exits_1_and_json_says_which(build, tmp_path, capsys):

@@ -41,7 +41,7 @@ def test_the_comparison_table_reads_as_written():
 def test_the_json_form_is_every_field_of_every_event():
     data = comparison_to_dict(Comparison(DELTAS[:2], 0.05, 3.0, 0.0, ["n"], baseline_runs=4, now_runs=2))
     assert data == {
-        "tolerance": 0.05, "noise_k": 3.0, "has_regression": True, "disturbed": False, "baseline_runs": 4,
+        "tolerance": 0.05, "noise_k": 3.0, "has_regression": True, "numerics_drop": None, "disturbed": False, "baseline_runs": 4,
         "now_runs": 2, "notes": ["n"], "alpha": 0.1, "best_p_value": pytest.approx(1 / 15), "runs_needed": 0,
         "events": [
             {"key": "npu_kernel:3#0", "kind": "npu_kernel", "name": "npu kernel 3", "op_types": "aten.convolution.default",

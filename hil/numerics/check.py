@@ -1,0 +1,185 @@
+"""The numerics check of a run: which inputs the target gets, and how its outputs compare with the truth.
+
+Two references, both computed on the host from the same inputs: the eager PyTorch model (what the
+model means) and the host ExecuTorch runtime running the same `.pte` (what the program computes with
+portable kernels; only for CPU-only programs, since the host has no NPU backend). The profile's
+`numerics` section is built here and only here (`numerics_section`), a plain JSON-able dict.
+
+Where no outputs are computed the section says why instead of giving numbers: the QEMU replay image
+replays an ETDump and runs no kernel; a simulated-Neutron program's delegate calls take modelled
+time and compute nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hil.numerics import metrics
+from hil.numerics.tensors import InputTensor, check_inputs, load_inputs_file, program_io, tensor_from_bytes
+
+if TYPE_CHECKING:
+    import torch
+
+    from hil.road.tensor_io import OutputTensor
+
+COMPUTED, NOT_COMPUTED = "computed", "not computed"
+REPLAY_REASON = "replay image"
+SIM_NPU_REASON = "simulated NPU"
+DISABLED_REASON = "numerics check off (--no-numerics)"
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """The inputs of one run: as the target gets them (checked against the program) and as torch tensors."""
+
+    source: str
+    tensors: tuple[InputTensor, ...]
+    torch_inputs: tuple["torch.Tensor", ...]
+
+    def describe(self) -> dict[str, Any]:
+        return {"source": self.source,
+                "tensors": [{"index": t.index, "dtype": t.spec.dtype_name, "shape": list(t.spec.shape),
+                             "sha256": hashlib.sha256(t.data).hexdigest()} for t in self.tensors]}
+
+
+def run_inputs(pte: Path, example_inputs: tuple["torch.Tensor", ...], model: str, inputs_file: Path | None) -> RunInputs:
+    """The user's file, else the model factory's example inputs, checked against `pte`'s method (InputError otherwise)."""
+    if inputs_file is not None:
+        names, tensors = load_inputs_file(inputs_file)
+        source = f"file {inputs_file}"
+    else:
+        names, tensors = [f"input {i}" for i in range(len(example_inputs))], list(example_inputs)
+        source = f"example inputs of {model}"
+    checked = check_inputs(names, tensors, program_io(pte), source)
+    return RunInputs(source, checked, tuple(tensors))
+
+
+def skip_reason(*, enabled: bool, firmware: str, delegate: str, elf: Path | None = None) -> str | None:
+    """Why this run computes no outputs to compare, or None when it does.
+
+    A user's image (`firmware.elf`) without `hil_io` predates the tensor handshake: it still runs, on its
+    fill byte, and the section says so instead of a number."""
+    if not enabled:
+        return DISABLED_REASON
+    if firmware == "replay":
+        return REPLAY_REASON
+    if firmware == "user" and elf is not None and not has_tensor_io(elf):
+        return f"image {elf.name} has no hil_io: it predates the tensor handshake, rebuild it"
+    if delegate == "neutron-sim":
+        return SIM_NPU_REASON
+    return None
+
+
+def has_tensor_io(elf: Path) -> bool:
+    """Whether the image defines `hil_io` (firmware/common/hil_io.c), read from its symbol table."""
+    from hil.firmware.elf_reader import read_elf
+    from hil.road.tensor_io import IO_SYMBOL
+
+    return bool(read_elf(elf).symbols_named(IO_SYMBOL))
+
+
+def numerics_section(inputs: RunInputs | None, outputs: "tuple[OutputTensor, ...] | None", *, reason: str | None,
+                     model: str, pte: Path, delegate: str) -> dict[str, Any]:
+    """The profile's `numerics` section: the target's outputs against eager PyTorch and the host runtime."""
+    section: dict[str, Any] = {"inputs": inputs.describe() if inputs is not None else None}
+    if reason is not None or inputs is None or outputs is None:
+        return {"status": NOT_COMPUTED, "reason": reason or "no outputs were read", **section}
+    target = [tensor_from_bytes(o.data, o.spec) for o in outputs if o.spec is not None]
+    references: dict[str, list["torch.Tensor"] | str] = {"eager": eager_outputs(model, inputs.torch_inputs)}
+    references["host_runtime"] = (host_runtime_outputs(pte, inputs.torch_inputs) if delegate == "none"
+                                  else f"not run: the host runtime has no {delegate} backend")
+    per_output: list[dict[str, Any]] = [
+        {"index": o.index, "dtype": o.spec.dtype_name, "shape": list(o.spec.shape)} for o in outputs if o.spec is not None
+    ]
+    summary: dict[str, Any] = {}
+    for name, ref in references.items():
+        if isinstance(ref, str):
+            summary[name] = {"skipped": ref}
+            continue
+        if len(ref) != len(target):
+            summary[name] = {"skipped": f"{len(ref)} reference output(s) for {len(target)} on the target"}
+            continue
+        shapes = [(list(t.shape), list(r.shape)) for t, r in zip(target, ref) if t.shape != r.shape]
+        if shapes:
+            summary[name] = {"skipped": f"shapes differ: {shapes[0][0]} on the target, {shapes[0][1]} in the reference"}
+            continue
+        figures = [metrics.compare(t, r) for t, r in zip(target, ref)]
+        for entry, fig in zip(per_output, figures):
+            entry[f"vs_{name}"] = fig
+        summary[name] = metrics.worst(figures)
+    return {"status": COMPUTED, **section, "outputs": per_output, "vs_eager": summary["eager"],
+            "vs_host_runtime": summary["host_runtime"]}
+
+
+def write_outputs(path: Path, outputs: "tuple[OutputTensor, ...]") -> Path:
+    """The target's tensor outputs as a .pt (a tuple of tensors, in order: the format `--hil-inputs` reads)."""
+    import io
+
+    import torch
+
+    from hil import atomic
+
+    buffer = io.BytesIO()
+    torch.save(tuple(tensor_from_bytes(o.data, o.spec) for o in outputs if o.spec is not None), buffer)
+    return atomic.write_bytes(path, buffer.getvalue())
+
+
+def eager_outputs(model: str, inputs: tuple["torch.Tensor", ...]) -> list["torch.Tensor"]:
+    """The eager PyTorch model's outputs (its tensors, flattened in order) on `inputs`."""
+    import torch
+
+    from hil.aot.models import load_model
+
+    module = load_model(model).module
+    with torch.no_grad():
+        return _tensors(module(*inputs))
+
+
+def host_runtime_outputs(pte: Path, inputs: tuple["torch.Tensor", ...]) -> list["torch.Tensor"]:
+    """The host ExecuTorch runtime's outputs of `pte` (portable kernels) on `inputs`."""
+    from executorch.runtime import Runtime
+
+    data = Path(pte).read_bytes()  # kept referenced while the program lives: the binding does not copy it
+    program = Runtime.get().load_program(data)
+    result = program.load_method("forward").execute(list(inputs))
+    del program
+    return _tensors(result)
+
+
+def _tensors(value: Any) -> list["torch.Tensor"]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value.detach().clone()]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in _tensors(item)]
+    return []
+
+
+def numerics_line(section: dict[str, Any] | None) -> str | None:
+    """The table's one line: the worst figures against each reference, or why there are none."""
+    if not section:
+        return None
+    if section.get("status") != COMPUTED:
+        return f"numerics: outputs not computed ({section.get('reason')})"
+    parts = [f"{label} {_figures(section.get(key) or {})}" for key, label in
+             (("vs_eager", "vs eager"), ("vs_host_runtime", "vs host runtime"))]
+    return "numerics: " + "; ".join(parts)
+
+
+def _figures(fig: dict[str, Any]) -> str:
+    if "skipped" in fig:
+        return f"skipped ({fig['skipped']})"
+    if fig.get("bit_exact"):
+        text = "bit-exact"
+    else:
+        snr = "n/a" if fig.get("snr_db") is None else f"{fig['snr_db']:.1f} dB"
+        abs_err = "n/a" if fig.get("max_abs_error") is None else f"{fig['max_abs_error']:.3g}"
+        cos = "n/a" if fig.get("cosine") is None else f"{fig['cosine']:.6f}"
+        text = f"SNR {snr}, max abs {abs_err}, cos {cos}"
+    if "top1_agreement" in fig:
+        text += f", top-1 {fig['top1_agreement'] * 100:.0f}%"
+    return text

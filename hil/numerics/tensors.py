@@ -1,0 +1,160 @@
+"""The tensors a run feeds the target and reads back: their specs from the .pte, their bytes, their files.
+
+A program's inputs and outputs are described by its method meta (executorch.runtime on the host),
+so inputs that do not fit the program are refused before an image is built or flashed, naming the
+input; the firmware's table (hil.road.tensor_io) is checked against the same specs on the target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hil.errors import InputError
+
+if TYPE_CHECKING:
+    import torch
+
+# ExecuTorch ScalarType codes (runtime/core/portable_type/scalar_type.h) -> torch dtype names.
+SCALAR_TYPES: dict[int, str] = {
+    0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32", 7: "float64",
+    11: "bool", 15: "bfloat16",
+}
+INPUT_SUFFIXES = (".pt", ".npz")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor's dtype (ExecuTorch ScalarType code) and shape, as a program or a firmware table states it."""
+
+    dtype: int
+    shape: tuple[int, ...]
+
+    @property
+    def dtype_name(self) -> str:
+        return SCALAR_TYPES.get(self.dtype, f"ScalarType {self.dtype}")
+
+    @property
+    def nbytes(self) -> int:
+        count = 1
+        for size in self.shape:
+            count *= size
+        return count * torch_dtype(self.dtype).itemsize
+
+    def describe(self) -> str:
+        return f"{self.dtype_name} {list(self.shape)}"
+
+
+@dataclass(frozen=True)
+class InputTensor:
+    """One input as the target gets it: its position in the method, its spec and its bytes (little endian)."""
+
+    index: int
+    spec: TensorSpec
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ProgramIO:
+    """The tensor inputs and outputs of a program's method; None for a position that is no tensor."""
+
+    inputs: tuple[TensorSpec | None, ...]
+    outputs: tuple[TensorSpec | None, ...]
+
+
+def torch_dtype(code: int) -> "torch.dtype":
+    """The torch dtype of an ExecuTorch ScalarType code; InputError for one et-hil cannot read."""
+    import torch
+
+    name = SCALAR_TYPES.get(code)
+    if name is None:
+        raise InputError(f"ExecuTorch dtype code {code} is not one et-hil reads ({sorted(SCALAR_TYPES)})")
+    return getattr(torch, name)
+
+
+def scalar_type(dtype: "torch.dtype") -> int | None:
+    """The ExecuTorch ScalarType code of a torch dtype, or None when the table has none."""
+    name = str(dtype).removeprefix("torch.")
+    return next((code for code, known in SCALAR_TYPES.items() if known == name), None)
+
+
+def program_io(pte: Path, method: str = "forward") -> ProgramIO:
+    """The method meta of `pte` read by the host runtime: the spec of every tensor input and output."""
+    from executorch.runtime import Runtime
+
+    data = Path(pte).read_bytes()
+    try:
+        meta = Runtime.get().load_program(data).metadata(method)
+    except Exception as exc:  # the binding raises RuntimeError or ValueError for a bad program
+        raise InputError(f"{pte}: cannot read method '{method}': {type(exc).__name__}: {exc}") from exc
+
+    def spec(read: Any, index: int) -> TensorSpec | None:
+        try:
+            info = read(index)
+        except Exception:  # noqa: BLE001  (a position that holds no tensor: an int, a None)
+            return None
+        return TensorSpec(int(info.dtype()), tuple(int(s) for s in info.sizes()))
+
+    return ProgramIO(tuple(spec(meta.input_tensor_meta, i) for i in range(meta.num_inputs())),
+                     tuple(spec(meta.output_tensor_meta, i) for i in range(meta.num_outputs())))
+
+
+def load_inputs_file(path: Path) -> tuple[list[str], list["torch.Tensor"]]:
+    """Names and tensors of a `--hil-inputs` file: a .pt (a tensor, or a tuple/list of them) or a .npz (in order)."""
+    import torch
+
+    path = Path(path)
+    if path.suffix not in INPUT_SUFFIXES or not path.is_file():
+        state = "does not exist" if not path.is_file() else f"is not {' or '.join(INPUT_SUFFIXES)}"
+        raise InputError(f"inputs file {path} {state}")
+    try:
+        if path.suffix == ".npz":
+            import numpy as np
+
+            with np.load(path, allow_pickle=False) as arrays:
+                names = list(arrays.files)
+                return names, [torch.from_numpy(np.ascontiguousarray(arrays[name])) for name in names]
+        loaded = torch.load(path, weights_only=True)
+    except Exception as exc:  # noqa: BLE001  (a corrupt file raises whatever its reader raises)
+        raise InputError(f"inputs file {path} cannot be read: {type(exc).__name__}: {exc}") from exc
+    tensors = [loaded] if isinstance(loaded, torch.Tensor) else list(loaded) if isinstance(loaded, (tuple, list)) else None
+    if not tensors or not all(isinstance(t, torch.Tensor) for t in tensors):
+        raise InputError(f"inputs file {path} must hold a tensor or a tuple/list of tensors, not {type(loaded).__name__}")
+    return [f"input {i}" for i in range(len(tensors))], tensors
+
+
+def check_inputs(names: list[str], tensors: list["torch.Tensor"], io: ProgramIO, source: str) -> tuple[InputTensor, ...]:
+    """`tensors` as the program's tensor inputs, in order; InputError naming the first that does not fit."""
+    wanted = [(index, spec) for index, spec in enumerate(io.inputs) if spec is not None]
+    if len(tensors) != len(wanted):
+        raise InputError(f"{source}: {len(tensors)} tensor(s) given, the program takes {len(wanted)} tensor input(s)"
+                         f" ({', '.join(spec.describe() for _, spec in wanted)})")
+    out = []
+    for name, tensor, (index, spec) in zip(names, tensors, wanted):
+        got = TensorSpec(scalar_type(tensor.dtype) if scalar_type(tensor.dtype) is not None else -1, tuple(tensor.shape))
+        if got != spec:
+            shown = f"{str(tensor.dtype).removeprefix('torch.')} {list(tensor.shape)}"
+            raise InputError(f"{source}: {name} is {shown}, but the program's input {index} is {spec.describe()};"
+                             " refused before flashing")
+        out.append(InputTensor(index, spec, tensor_bytes(tensor)))
+    return tuple(out)
+
+
+def tensor_bytes(tensor: "torch.Tensor") -> bytes:
+    """The tensor's elements in row-major order, little endian (the Cortex-M33's and the host's order)."""
+    import torch
+
+    flat = tensor.detach().cpu().contiguous().reshape(-1)
+    return flat.view(torch.uint8).numpy().tobytes()
+
+
+def tensor_from_bytes(data: bytes, spec: TensorSpec) -> "torch.Tensor":
+    """The tensor `spec` describes over `data` (a copy: the bytes may come from a read-only buffer)."""
+    import torch
+
+    if len(data) != spec.nbytes:
+        raise ValueError(f"{len(data)} bytes cannot be a {spec.describe()} tensor ({spec.nbytes} bytes)")
+    if not data:
+        return torch.empty(spec.shape, dtype=torch_dtype(spec.dtype))
+    return torch.frombuffer(bytearray(data), dtype=torch_dtype(spec.dtype)).reshape(spec.shape).clone()
