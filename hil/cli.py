@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from hil.config import BoardConfig, load_board_config
+from hil.defaults import DEFAULT_ITERATIONS
 from hil.errors import AnalysisError, HilError, InputError, ModelError
 from hil.options import OVERRIDES, overrides_from
 
@@ -147,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", required=True, metavar="MODEL",
                      help="built-in name (cifar10, ds_cnn, ...) or path/to/file.py:factory")
     run.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for the run's artifacts")
-    run.add_argument("--iterations", type=int, default=5, metavar="N", help="inferences profiled (default 5)")
+    run.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS, metavar="N",
+                     help=f"inferences profiled (default {DEFAULT_ITERATIONS})")
     run.add_argument("--warmup", type=int, default=0, metavar="W", help="inferences run first and not counted")
     run.add_argument("--timeout", type=float, default=None, metavar="S",
                      help="seconds for the board run (default: board file)")

@@ -22,6 +22,7 @@ from hil.aot.models import resolve_spec
 from hil.boards import KINDS, open_board
 from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
+from hil.defaults import DEFAULT_ITERATIONS
 from hil.errors import BoardConfigError, HilError, InputError
 from hil.firmware.elf_model import check_image_carries
 from hil.manifest import sha256_file, write_manifest
@@ -30,7 +31,6 @@ from hil.regress.stats import drop_warmup
 from hil.run_folder import RunFolderLock
 from hil.steps import StepTimer
 
-DEFAULT_ITERATIONS = 5
 # What a run writes into its folder; a new run in the same folder starts by removing these, so
 # logs that are appended to (serial.log, mi.log) never mix two runs, and the manifest describes
 # these alone. Nothing else in the folder is touched or hashed.

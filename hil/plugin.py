@@ -25,6 +25,7 @@ import pytest
 
 from hil import capabilities, plugin_boards
 from hil.config import BoardConfig
+from hil.defaults import DEFAULT_ITERATIONS
 from hil.errors import InputError
 from hil.options import OVERRIDES
 from hil.progress import Lines
@@ -60,7 +61,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=option_help("board_config", "board file; wins over --board"))
     group.addoption("--hil-artifacts", type=Path, metavar="DIR",
                     help=option_help("hil_artifacts", f"root folder for run artifacts (default {DEFAULT_ARTIFACTS})"))
-    group.addoption("--hil-iterations", type=int, metavar="N", help=option_help("hil_iterations", "inferences profiled per run (default 5)"))
+    group.addoption("--hil-iterations", type=int, metavar="N", help=option_help("hil_iterations", f"inferences profiled per run (default {DEFAULT_ITERATIONS})"))
     group.addoption("--hil-timeout", type=float, metavar="S",
                     help=option_help("hil_timeout", "seconds allowed per board run (default: the board file's)"))
     add_ini(parser)

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from hil import atomic
-from hil.regress.identity import series_name
+from hil.analysis.profile_model import as_profile
+from hil.analysis.warmup import with_statistics
 from hil.regress.runs import BASELINE_SCHEMA, LoadedRun, load_run
-from hil.regress.stats import add_statistics
 
 
 def baseline_name(model: str) -> str:
@@ -35,18 +35,18 @@ def baseline_path(path: Path, model: str) -> Path:
 
 def provenance_of(run: LoadedRun) -> dict[str, Any]:
     """Who made this run: read from its manifest.json, completed from the profile."""
-    manifest, profile = run.manifest, run.profile
+    manifest, profile = run.manifest, as_profile(run.profile)
     files = manifest.get("files") or {}
     return {
         "source": str(run.source),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "run_written_at": manifest.get("written_at"),
         "git_commit": manifest.get("git_commit"),
-        "board": profile.get("board") or manifest.get("board"),
-        "model": profile.get("model") or manifest.get("model"),
+        "board": profile.board or manifest.get("board"),
+        "model": profile.model or manifest.get("model"),
         "delegate": manifest.get("delegate"),
-        "iterations": profile.get("iterations"),
-        "warmup_iterations": profile.get("warmup_iterations", 0),
+        "iterations": profile.iterations,
+        "warmup_iterations": profile.warmup_iterations if "warmup_iterations" in profile else 0,
         "versions": manifest.get("versions") or {},
         "firmware_sha256": manifest.get("firmware_sha256"),
         "model_sha256": (files.get("model.pte") or {}).get("sha256"),
@@ -56,9 +56,9 @@ def provenance_of(run: LoadedRun) -> dict[str, Any]:
 
 def write_baseline(run: LoadedRun, destination: Path) -> Path:
     """Freeze `run` as the baseline of its model under `destination` (folder or .json file)."""
-    profile = add_statistics(dict(run.profile, events=[dict(e) for e in run.profile.get("events", [])]))
-    target = baseline_path(destination, series_name(profile))
-    atomic.write_json(target, {"schema": BASELINE_SCHEMA, "provenance": provenance_of(run), "profile": profile})
+    profile = with_statistics(run.profile)
+    target = baseline_path(destination, profile.series)
+    atomic.write_json(target, {"schema": BASELINE_SCHEMA, "provenance": provenance_of(run), "profile": profile.to_json()})
     return target
 
 

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from hil.analysis.profile_model import Profile, history_profile
 from hil.analysis.statistics import summarize
 from hil.errors import AnalysisError
 from hil.regress.finite import check_finite
@@ -203,24 +204,12 @@ def read_events(conn: sqlite3.Connection, run_id: int) -> list[dict[str, Any]]:
     return rows
 
 
-def profile_from_history(run: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
-    """A profile-shaped dict rebuilt from history rows, so compare and charts take either."""
-    return {
-        "schema": "et-hil/profile/1",
-        "board": run["board"],
-        "model": run["model"],
-        "simulated": bool(run.get("simulated")),
-        "iterations": run.get("iterations"),
-        "time_unit": "us",
-        "events": events,
-        "totals_us": run.get("totals") or {},
-        "npu_fraction": run.get("npu_fraction"),
-        "memory": run.get("memory") or {},
-        "time_scale": run.get("time_scale") or {},
-    }
+def profile_from_history(run: dict[str, Any], events: list[dict[str, Any]]) -> Profile:
+    """A profile rebuilt from history rows (the same Profile type, events with `times_us=None`)."""
+    return history_profile(run, events)
 
 
-def recent_runs(path: Path, series: str, board: str, limit: int) -> list[dict[str, Any]]:
+def recent_runs(path: Path, series: str, board: str, limit: int) -> list[Profile]:
     """The last `limit` passed runs of one program on one board, oldest first, as profiles: a baseline
     made of several runs, so a comparison can see how much runs differ from each other."""
     if not Path(path).is_file() or limit <= 0:

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hil.analysis.profile_model import SCHEMA
 from hil.errors import AnalysisError
 from hil.regress.finite import check_finite
 
-PROFILE_SCHEMA = "et-hil/profile/1"
+PROFILE_SCHEMA = SCHEMA
 BASELINE_SCHEMA = "et-hil/baseline/1"
 
 

@@ -1,0 +1,8 @@
+"""The defaults a user can see in more than one front end (CLI, pytest options, ini settings), each once."""
+
+from __future__ import annotations
+
+# Inferences profiled per run when nothing says otherwise: the fewest that show a run's own spread.
+DEFAULT_ITERATIONS = 5
+# Fewer iterations than this cannot show a run's own spread: the profile and a comparison say so.
+MIN_ITERATIONS = 5
