@@ -14,13 +14,12 @@ folder when it is read (see hil.config).
 
 from __future__ import annotations
 
-import math
-
 import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hil.checks import is_int, is_number, within
 from hil.errors import BoardConfigError
 
 
@@ -33,13 +32,7 @@ class Setting:
     path: bool = False
 
 
-def _is_number(value: Any) -> bool:
-    """A real, finite number: TOML's inf and nan are no clock, timeout or jitter."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+_is_number, _is_int = is_number, is_int  # TOML's inf and nan are no clock, timeout or jitter (hil.checks)
 
 
 def text(*, non_empty: bool = False) -> Setting:
@@ -59,8 +52,7 @@ def number(*, above: float | None = None, at_least: float | None = None, below: 
     words = " and ".join(x for x in limits if x)
 
     def valid(v: Any) -> bool:
-        return (_is_number(v) and (above is None or v > above) and (at_least is None or v >= at_least)
-                and (below is None or v < below))
+        return _is_number(v) and within(v, above=above, at_least=at_least, below=below)
 
     return Setting(f"a number {words}".strip(), valid)
 

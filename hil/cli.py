@@ -117,9 +117,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from hil.analysis.inspect_cmd import inspect_files
+    from hil.analysis.inspect_cmd import InspectRequest, inspect_files
 
-    return inspect_files(args)
+    return inspect_files(InspectRequest(args.path, args.etrecord, args.pte, args.clock_mhz, args.board_config, args.ns,
+                                        args.json, args.no_verify))
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -206,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     sources.add_arguments(firmware_sources)
     firmware_sources.set_defaults(func=sources.run)
 
-    from hil.regress.commands import add_regression_commands
+    from hil.cli_regress import add_regression_commands
 
     add_regression_commands(sub)
     return parser

@@ -6,3 +6,8 @@ from __future__ import annotations
 DEFAULT_ITERATIONS = 5
 # Fewer iterations than this cannot show a run's own spread: the profile and a comparison say so.
 MIN_ITERATIONS = 5
+# The fault handlers the debugger breaks on when a board file names none (`[debug].fault_handlers`):
+# the names of CMSIS and NXP's MCUXpresso startup code (and of the QEMU replay image).
+DEFAULT_FAULT_HANDLERS = (
+    "HardFault_Handler", "MemManage_Handler", "BusFault_Handler", "UsageFault_Handler", "SecureFault_Handler",
+)

@@ -14,12 +14,12 @@ file states it as `[limits].max_runs` and a plan above it is refused before the 
 
 from __future__ import annotations
 
-import math
 import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hil.checks import finite_number, whole_number  # noqa: F401  (re-exported: the checks callers import here)
 from hil.errors import InputError
 
 if TYPE_CHECKING:
@@ -28,30 +28,6 @@ if TYPE_CHECKING:
 # HIL_MAX_RUNS's default in firmware/common/hil_result.h: what a board file without [limits] allows.
 DEFAULT_MAX_RUNS = 1000
 ELF_MAGIC = b"\x7fELF"
-
-
-def finite_number(value: Any, what: str, *, above: float | None = None, at_least: float | None = None,
-                  below: float | None = None) -> float:
-    """`value` as a float when it is a real, finite number within the bounds given; else InputError."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{what} must be a number, not {value!r}")
-    number = float(value)
-    if not math.isfinite(number):
-        raise InputError(f"{what} must be a finite number, not {value!r}")
-    if above is not None and not number > above:
-        raise InputError(f"{what} must be greater than {above:g}, not {value!r}")
-    if at_least is not None and not number >= at_least:
-        raise InputError(f"{what} must be at least {at_least:g}, not {value!r}")
-    if below is not None and not number < below:
-        raise InputError(f"{what} must be less than {below:g}, not {value!r}")
-    return number
-
-
-def whole_number(value: Any, what: str, *, at_least: int) -> int:
-    """`value` when it is an int (not a bool) >= `at_least`; else InputError."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < at_least:
-        raise InputError(f"{what} must be a whole number >= {at_least}, not {value!r}")
-    return value
 
 
 def max_runs(cfg: "BoardConfig") -> int:

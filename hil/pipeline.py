@@ -25,20 +25,12 @@ from hil.config import BoardConfig
 from hil.defaults import DEFAULT_ITERATIONS
 from hil.errors import BoardConfigError, HilError, InputError
 from hil.firmware.elf_model import check_image_carries
-from hil.manifest import sha256_file, write_manifest
+from hil.analysis.profile_model import Profile
+from hil.manifest import sha256_file
 from hil.progress import Progress
-from hil.regress.stats import drop_warmup
-from hil.run_folder import RunFolderLock
+from hil.run_folder import RUN_FILES, RunFolder, board_provenance, finish_profile, is_simulated  # noqa: F401
 from hil.steps import StepTimer
 
-# What a run writes into its folder; a new run in the same folder starts by removing these, so
-# logs that are appended to (serial.log, mi.log) never mix two runs, and the manifest describes
-# these alone. Nothing else in the folder is touched or hashed.
-RUN_FILES = (
-    "model.pte", "etrecord.bin", "trace.etdump", "serial.log", "mi.log", "qemu.log", "profile.json",
-    "simulation.json", "neutron_convert.log", "manifest.json", "error.txt", "trace.json", "fault.json",
-    "gdb-mi.log", "gdbserver.log",
-)
 
 
 @dataclass
@@ -61,7 +53,7 @@ class RunRequest:
 @dataclass
 class RunResult:
     out_dir: Path
-    profile: dict[str, Any]
+    profile: Profile  # a read-only mapping of profile.json too: run.profile["totals_us"]["method_execute"]
     compiled: CompiledModel
     capture: RunCapture
     steps_s: dict[str, float]
@@ -214,22 +206,18 @@ def run_profile(
     The folder is locked for the whole run (hil.run_folder): a second run into it fails at once, or
     waits with `request.wait`. Inputs are checked before any work (hil.inputs).
     """
-    out = inputs.writable_folder(Path(request.out_dir))
-    say = report or log.warning
-    with RunFolderLock(out, wait=request.wait, report=say):
-        for name in RUN_FILES:
-            (out / name).unlink(missing_ok=True)
-        return _run_in(out, request, StepTimer(report, progress))
+    folder = RunFolder(inputs.writable_folder(Path(request.out_dir)))
+    with folder.lock(wait=request.wait, report=report or log.warning):
+        folder.clear()
+        return _run_in(folder, request, StepTimer(report, progress))
 
 
-def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
-    """The run itself, in the locked folder `out`; manifest.json is written however it ends."""
-    report = timer.report
+def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResult:
+    """The run itself, in the locked `folder`; manifest.json is written however it ends."""
+    out, report = folder.path, timer.report
     provenance: dict[str, Any] = {
         "model": request.model,
-        "board": request.board.name,
-        "board_file": str(request.board.source) if request.board.source else None,
-        "board_file_sha256": sha256_file(request.board.source) if request.board.source else None,
+        **board_provenance(request.board),
         "iterations": request.iterations,
         "warmup": request.warmup,
         "status": "failed",
@@ -252,7 +240,7 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
         prepared = _prepare_image(request, compiled, checked, timer)
         image, simulation = prepared.elf, prepared.simulation
         # The QEMU runtime image really runs the program; replays and simulated boards say so.
-        simulated = request.board.kind != "rt700" and prepared.firmware != "runtime"
+        simulated = is_simulated(request.board.kind, prepared.firmware)
         provenance["time_scale"] = prepared.time_scale.to_dict()  # how `hil inspect RUN_DIR` reads the ticks again
         provenance["firmware_sha256"] = sha256_file(image)
         provenance["firmware"] = str(image)
@@ -266,7 +254,7 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
             provenance["board_notes"] = capture.notes
         console = parse_console(capture.console)
         with timer.step("analyse", "analyse the ETDump with the ETRecord"):
-            profile = build_profile(
+            built = build_profile(
                 out / "trace.etdump",
                 out / "etrecord.bin",
                 board=request.board.name,
@@ -276,16 +264,13 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
                 console=console,
                 pte_path=out / "model.pte",
             )
-        profile["delegate"] = delegate
         if request.board.kind == "qemu":
             from hil.firmware.qemu_firmware import annotations
 
             provenance["annotations"] = annotations(request.board, prepared.firmware, simulation)
-            profile.update(provenance["annotations"])
-        if request.warmup:  # build_profile already summarised every event
-            profile = drop_warmup(profile, request.warmup)
-        profile["harness_steps_s"] = {**timer.seconds, **capture.steps_s}
-        atomic.write_json(out / "profile.json", profile)
+        profile = finish_profile(built, warmup=request.warmup, delegate=delegate, **provenance.get("annotations", {}))
+        profile = profile.replace(harness_steps_s={**timer.seconds, **capture.steps_s})
+        folder.write_profile(profile)
         _write_trace(out, report)
         provenance["status"] = "passed"
         return RunResult(out, profile, compiled, capture, dict(timer.seconds), simulation)
@@ -302,7 +287,7 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
         raise
     finally:
         provenance["steps_s"] = dict(timer.seconds)
-        write_manifest(out, provenance, RUN_FILES)
+        folder.write_manifest(provenance)
 
 
 def _write_trace(out: Path, report: Callable[[str], None] | None) -> None:

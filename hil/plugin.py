@@ -8,7 +8,7 @@
 
 Fixtures: `hil_profile` (profile a model), `hil_board` (the connected board, for your own firmware),
 `hil_board_config` (the board file), `hil_artifacts_dir` (this test's folder); the regression side
-adds `hil_budget` and the `hil_budget` marker (hil.regress.pytest_regress). `@pytest.mark.hil_requires(...)`
+adds `hil_budget` and the `hil_budget` marker (hil.plugin_regress). `@pytest.mark.hil_requires(...)`
 skips a test on a board without a feature (hil.capabilities); the board fixtures parametrize indirectly
 (hil.plugin_boards); what reaches the terminal is hil.plugin_output's business.
 """
@@ -36,7 +36,7 @@ from hil.settings import resolve as resolve_settings
 if TYPE_CHECKING:  # imported when the fixture is used: it pulls in the board classes
     from hil.board_session import BoardSession
 
-# The run folders a test made, read by the regression hooks (hil.regress.pytest_regress).
+# The run folders a test made, read by the regression hooks (hil.plugin_regress).
 RUN_FOLDERS = pytest.StashKey[list[Path]]()
 # Per test: run folder -> how to re-run it (`rerun(n)` -> the n-th confirmation run's folder), for --hil-confirm.
 RERUNS = pytest.StashKey[dict[str, Callable[[int], Path]]]()

@@ -120,6 +120,7 @@ class Profile(JsonRecord):
     delegate: str | None = None
     firmware: str | None = None  # which image ran on QEMU: "runtime" | "replay"
     time_base: Mapping[str, Any] | None = None  # what a QEMU run's numbers are
+    delegated_outputs: str | None = None  # how the QEMU runtime image computed a delegate's outputs
     warmup_iterations: int | None = None
     numerics: Mapping[str, Any] | None = None
     harness_steps_s: Mapping[str, float] = field(default_factory=_empty)
@@ -147,6 +148,11 @@ class Profile(JsonRecord):
     @property
     def method_execute_us(self) -> float:
         return self.total("method_execute")
+
+    @property
+    def console_inference_times_us(self) -> tuple[float, ...]:
+        """The `Inference time:` lines the firmware printed (none when it printed none)."""
+        return tuple((self.console or {}).get("inference_times_us") or ())
 
     @property
     def host_timed(self) -> bool:

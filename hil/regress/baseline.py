@@ -16,6 +16,7 @@ from typing import Any
 from hil import atomic
 from hil.analysis.profile_model import as_profile
 from hil.analysis.warmup import with_statistics
+from hil.json_record import thaw
 from hil.regress.runs import BASELINE_SCHEMA, LoadedRun, load_run
 
 
@@ -36,20 +37,19 @@ def baseline_path(path: Path, model: str) -> Path:
 def provenance_of(run: LoadedRun) -> dict[str, Any]:
     """Who made this run: read from its manifest.json, completed from the profile."""
     manifest, profile = run.manifest, as_profile(run.profile)
-    files = manifest.get("files") or {}
     return {
         "source": str(run.source),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "run_written_at": manifest.get("written_at"),
-        "git_commit": manifest.get("git_commit"),
-        "board": profile.board or manifest.get("board"),
-        "model": profile.model or manifest.get("model"),
-        "delegate": manifest.get("delegate"),
+        "run_written_at": manifest.written_at,
+        "git_commit": manifest.git_commit,
+        "board": profile.board or manifest.board,
+        "model": profile.model or manifest.model,
+        "delegate": manifest.delegate,
         "iterations": profile.iterations,
         "warmup_iterations": profile.warmup_iterations if "warmup_iterations" in profile else 0,
-        "versions": manifest.get("versions") or {},
-        "firmware_sha256": manifest.get("firmware_sha256"),
-        "model_sha256": (files.get("model.pte") or {}).get("sha256"),
+        "versions": thaw(manifest.versions),
+        "firmware_sha256": manifest.firmware_sha256,
+        "model_sha256": manifest.file_sha256("model.pte"),
         **({"inherited": run.provenance} if run.provenance else {}),
     }
 

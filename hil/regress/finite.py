@@ -12,28 +12,30 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from hil.analysis.profile_model import STAT_FIELDS, Profile, as_profile
 from hil.errors import AnalysisError
 from hil.regress.identity import keyed_events
 
-EVENT_FIGURES = ("p50_us", "p90_us", "min_us", "max_us", "mad_us", "mean_us")
+EVENT_FIGURES = STAT_FIELDS
 
 
 def _bad(value: Any) -> bool:
     return isinstance(value, float) and not math.isfinite(value)
 
 
-def check_finite(profile: Mapping[str, Any], where: str) -> None:
+def check_finite(profile: Profile | Mapping[str, Any], where: str) -> None:
     """AnalysisError naming `where` and the first event (or total) whose figure is not finite."""
-    for key, event in keyed_events(profile.get("events") or []).items():
+    profile = as_profile(profile)
+    for key, event in keyed_events(profile.events).items():
         for field in EVENT_FIGURES:
-            if _bad(event.get(field)):
-                raise AnalysisError(f"{where}: event {key} has {field} = {event.get(field)}; figures must be finite")
-        times = event.get("times_us") or []
-        for index, value in enumerate(times if isinstance(times, list) else []):
+            if _bad(getattr(event, field)):
+                raise AnalysisError(f"{where}: event {key} has {field} = {getattr(event, field)}; figures must be finite")
+        times = event.times_us
+        for index, value in enumerate(times if isinstance(times, tuple) else ()):
             if _bad(value):
                 raise AnalysisError(f"{where}: event {key} has times_us[{index}] = {value}; figures must be finite")
-    for name, value in (profile.get("totals_us") or {}).items():
+    for name, value in profile.totals_us.items():
         if _bad(value):
             raise AnalysisError(f"{where}: totals_us.{name} = {value}; figures must be finite")
-    if _bad(profile.get("npu_fraction")):
-        raise AnalysisError(f"{where}: npu_fraction = {profile.get('npu_fraction')}; figures must be finite")
+    if _bad(profile.npu_fraction):
+        raise AnalysisError(f"{where}: npu_fraction = {profile.npu_fraction}; figures must be finite")

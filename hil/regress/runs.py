@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil.analysis.profile_model import SCHEMA
+from hil.analysis.profile_model import SCHEMA, Profile, as_profile
+from hil.manifest import Manifest
 from hil.errors import AnalysisError
 from hil.regress.finite import check_finite
 
@@ -21,13 +22,17 @@ BASELINE_SCHEMA = "et-hil/baseline/1"
 
 @dataclass
 class LoadedRun:
-    """A profile plus what is known of where it came from."""
+    """A profile plus what is known of where it came from (an empty Manifest when nothing is)."""
 
-    profile: dict[str, Any]
+    profile: Profile
     source: Path
     folder: Path | None = None
-    manifest: dict[str, Any] = field(default_factory=dict)
+    manifest: Manifest = field(default_factory=Manifest)
     provenance: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.profile = as_profile(self.profile)
+        self.manifest = Manifest.from_json(self.manifest)
 
     @property
     def label(self) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from hil.analysis.console import RUN_CONFIG_ANY, RunConfig, parse_run_config
 from hil.errors import TargetError, TargetFault, TargetHang
-from hil.inputs import whole_number
+from hil.checks import whole_number
 from hil.road.capture import CONSOLE_LAG_S, RunContext, continue_to_breakpoint, run_to_breakpoint
 from hil.road.gdbmi import GdbMiSession, StopEvent
 

@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from hil.analysis.profile_model import Profile
 from hil.regress.compare import DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
 from hil.regress.option_values import check_options
 
@@ -49,11 +50,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 1 if decision.failed else 0
 
 
-def _different_programs(a: dict, b: dict) -> str | None:
+def _different_programs(a: Profile, b: Profile) -> str | None:
     """Why two profiles are not runs of one model on one board, or None when they are."""
-    for key in ("model", "board"):
-        if a.get(key) != b.get(key):
-            return f"A is {key} {a.get(key)!r}, B is {key} {b.get(key)!r}"
+    for key, mine, theirs in (("model", a.model, b.model), ("board", a.board, b.board)):
+        if mine != theirs:
+            return f"A is {key} {mine!r}, B is {key} {theirs!r}"
     return None
 
 
@@ -66,7 +67,7 @@ def _cmd_baseline_update(args: argparse.Namespace) -> int:
     run = load_run(args.run)
     run.profile = drop_warmup(run.profile, args.warmup)
     path = write_baseline(run, args.out)
-    print(f"baseline of {run.profile.get('model')} on {run.profile.get('board')} written to {path}")
+    print(f"baseline of {run.profile.model} on {run.profile.board} written to {path}")
     return 0
 
 
