@@ -131,9 +131,9 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_image(args: argparse.Namespace) -> int:
-    from hil.firmware.image_check import run
+    from hil.firmware.image_check import run_command
 
-    return run(args)
+    return run_command(args)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,7 +27,7 @@ from hil.errors import BoardConfigError, HilError, InputError
 from hil.firmware.elf_model import check_image_carries
 from hil.analysis.profile_model import Profile
 from hil.manifest import sha256_file
-from hil.progress import Progress
+from hil.progress import Progress, Within
 from hil.run_folder import RUN_FILES, RunFolder, board_provenance, finish_profile, is_simulated  # noqa: F401
 from hil.steps import StepTimer
 
@@ -303,7 +303,7 @@ def _write_trace(out: Path, report: Callable[[str], None] | None) -> None:
 
 def _run_on_board(request: RunRequest, image: Path, checked: CheckedRequest, timer: StepTimer) -> RunCapture:
     """Flash and run the plan, always closing the board; the board writes serial.log and trace.etdump into out_dir."""
-    board = open_board(request.board, request.out_dir)
+    board = open_board(request.board, request.out_dir, Within(timer.progress))  # its own steps, live too
     try:
         with timer.step("flash", f"flash {image.name} to {request.board.name}") as advance:
             board.flash(image, progress=advance)
