@@ -1,10 +1,10 @@
 """The schema of a board file: every section and key the harness knows, with its type and limits.
 
-Why a table and not `cfg.get(key, default)` alone: a misspelt key (`clock_mz`) or section
-(`[qemuu]`) used to be read as "absent", so the default won silently and the run died much later
-(a `ZeroDivisionError` from a clock of 0, a string timeout in a `time.monotonic() + timeout`).
-Every board file is checked against this table when it is read, and every error names the file,
-the key and what was expected.
+Why a table and not `cfg.get(key, default)` alone: read that way, a misspelt key (`clock_mz`) or
+section (`[qemuu]`) is "absent", the default wins silently and the run dies much later (a
+`ZeroDivisionError` from a clock of 0, a string timeout in a `time.monotonic() + timeout`). Every
+board file is checked against this table when it is read, and every error names the file, the key
+and what was expected.
 
 To add a key: one line in `SCHEMA` under its section. A section whose value is `FREE` is passed
 through unchecked (e.g. `[pyocd.options]`, handed to pyOCD as session options). Keys marked

@@ -1,9 +1,10 @@
 """Every input of a run checked before any work: counts, times, paths, images and the model's size.
 
-Why up front: a bad value used to surface late and as a traceback (`--iterations 100000` after two
-minutes of simulation, `--jitter nan` deep in the cost model, `--out /proc/x` after the export), or not
-at all (`--timeout 0` silently became the board's default). Each check here raises InputError with
-one line naming the value, the limit and where the limit comes from; the CLI exits 2 for them.
+Why up front: checked where it is used, a bad value surfaces late and as a traceback (`--iterations
+100000` after two minutes of simulation, `--jitter nan` deep in the cost model, `--out /proc/x` after
+the export), or not at all (`--timeout 0` taken for "the board's default"). Each check here raises
+InputError with one line naming the value, the limit and where the limit comes from; the CLI exits 2
+for them. What a valid number is lives in hil.checks, shared with the board-file schema.
 
 The run-count limit is static: the image's real `max_runs` is only known once it runs (the
 run-configuration handshake reads it and still refuses a larger plan), but both et-hil firmwares
