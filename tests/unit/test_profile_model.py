@@ -52,7 +52,8 @@ def test_unknown_and_numerics_sections_survive_in_place():
 
 
 def test_the_view_is_read_only_and_fresh():
-    profile = Profile.from_json({"events": [{"name": "x", "kind": "cpu_op", "times_us": [1.0]}], "warnings": []})
+    profile = Profile.from_json({"events": [{"name": "x", "kind": "cpu_op", "times_us": [1.0]}], "warnings": [],
+                                 "totals_us": {"method_execute": 2.0}, "memory": {"allocators": {"a": {"used": 1}}}})
     view = profile["events"]
     view[0]["times_us"].append(99.0)
     assert profile["events"][0]["times_us"] == [1.0]
@@ -60,6 +61,8 @@ def test_the_view_is_read_only_and_fresh():
         profile.board = "rt700"  # type: ignore[misc]
     with pytest.raises(TypeError):
         profile.totals_us["method_execute"] = 1.0  # type: ignore[index]
+    with pytest.raises(TypeError):
+        profile.memory["allocators"]["a"]["used"] = 2  # type: ignore[index]
     assert "warmup_iterations" not in profile and profile.get("warmup_iterations") is None
 
 
