@@ -91,7 +91,7 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
         print(f"hil run: {exc}{kept}", file=sys.stderr)
         return exit_code_for(exc)
     if args.json:
-        print(json.dumps({"artifacts": str(result.out_dir), "profile": result.profile}, indent=2))
+        print(json.dumps({"artifacts": str(result.out_dir), "profile": result.profile.to_json()}, indent=2))
         return EXIT_OK
     print(format_table(result.profile))
     print(f"\nartifacts: {result.out_dir}")
