@@ -48,7 +48,7 @@ CONSUMERS = ("analysis/table.py", "analysis/inspect_cmd.py", "analysis/warmup.py
              "report/html.py", "report/timeline.py", "report/trace.py", "regress/budgets.py", "regress/compare.py",
              "regress/history.py", "regress/baseline.py", "regress/judge.py", "regress/identity.py", "regress/finite.py",
              "regress/stats.py", "regress/runs.py", "plugin_regress.py", "cli_regress.py", "pipeline.py",
-             "board_session.py", "run_folder.py")
+             "board_session.py", "run_folder.py", "evidence.py")
 
 
 # Dicts that share a key name with a profile but are not one: (module, the expression read from).
