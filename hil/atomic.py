@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from hil.errors import WriteError
 
 
 def umask() -> int:
@@ -43,17 +47,36 @@ def make_public_dir(path: Path) -> Path:
 
 
 def write_bytes(path: Path, data: bytes) -> Path:
-    """Write `data` to a temp file beside `path`, then rename it into place with the umask's mode."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write `data` to a temp file beside `path`, then rename it into place with the umask's mode.
+
+    A failed write (ENOSPC, EROFS, EDQUOT, EFBIG) leaves `path` as it was and raises WriteError
+    naming `path` and the errno: an OSError from a file object's write() names no file.
+    """
+    return _publish(Path(path), lambda handle: handle.write(data))
+
+
+def copy_file(source: Path, path: Path) -> Path:
+    """Copy `source` to `path` whole or not at all (see write_bytes)."""
+    with open(source, "rb") as src:
+        return _publish(Path(path), lambda handle: shutil.copyfileobj(src, handle, 1 << 20))
+
+
+def _publish(path: Path, fill: Callable[[IO[bytes]], object]) -> Path:
+    tmp: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            fill(handle)
             os.fchmod(handle.fileno(), file_mode())
         os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise WriteError.from_os(exc, path) from exc
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
     return path
 

@@ -104,6 +104,8 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
     },
     "aot": {
         "delegate": choice("none", "neutron-sim", "neutron", "auto"),
+        # Seconds the export of a model file may take (hil.aot.isolated); --export-timeout wins.
+        "export_timeout_s": POSITIVE_S,
     },
     "simulation": {
         "jitter": number(at_least=0, below=1),

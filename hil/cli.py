@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hil.config import BoardConfig, load_board_config
 from hil.defaults import DEFAULT_ITERATIONS
-from hil.errors import AnalysisError, HilError, InputError, ModelError
+from hil.errors import AnalysisError, HilError, InputError, ModelError, WriteError
 from hil.options import OVERRIDES, overrides_from
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
@@ -58,7 +58,9 @@ def board_from_args(args: argparse.Namespace) -> BoardConfig:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from hil.lab.session import LabOptions, held_board
+    from hil.out_folder import named_folder
 
+    named_folder(args.out)  # an empty --out (an unset variable), the root, a user's own folder: refused first
     # A bad board file fails here, before torch is imported; a named place is held for the whole run.
     with held_board(board_from_args(args), LabOptions.from_values(vars(args))) as board:
         return _run_on(board, args)
@@ -71,7 +73,7 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
     request = RunRequest(
         model=args.model,
         board=board,
-        out_dir=args.out,
+        out_dir=Path(args.out),
         iterations=args.iterations,
         warmup=args.warmup,
         timeout_s=args.timeout,
@@ -79,6 +81,7 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
         seed=args.seed,
         jitter=args.jitter,
         wait=args.wait,
+        export_timeout_s=args.export_timeout,
     )
     from hil.progress import for_stream
 
@@ -87,7 +90,7 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
         result = run_profile(request, progress=progress)
     except HilError as exc:
         # An input refused is one line; a failed run also says where its evidence is.
-        kept = "" if isinstance(exc, InputError) else f"\n(artifacts kept in {args.out})"
+        kept = "" if isinstance(exc, (InputError, WriteError)) else f"\n(artifacts kept in {args.out})"
         print(f"hil run: {exc}{kept}", file=sys.stderr)
         return exit_code_for(exc)
     if args.json:
@@ -100,17 +103,21 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     """The AOT step alone: what a bench needs before it can build the firmware."""
-    import shutil
+    from hil import atomic
+    from hil.aot.isolated import DEFAULT_EXPORT_TIMEOUT_S, export_isolated  # the default: hil.defaults
+    from hil.aot.models import resolve_spec
+    from hil.inputs import finite_number, writable_folder
+    from hil.out_folder import named_folder
 
-    from hil.aot.export import export_model
-    from hil.inputs import writable_folder
-
-    writable_folder(args.out)  # before the export, which can take minutes
-    compiled = export_model(args.model, delegate=args.delegate)
-    shutil.copyfile(compiled.pte_path, args.out / "model.pte")
-    shutil.copyfile(compiled.etrecord_path, args.out / "etrecord.bin")
+    timeout = finite_number(args.export_timeout if args.export_timeout is not None else DEFAULT_EXPORT_TIMEOUT_S,
+                            "export timeout (seconds)", above=0)
+    resolve_spec(args.model)  # a spec naming no model, then an --out that cannot be: before the export's minutes
+    out = writable_folder(named_folder(args.out))
+    compiled = export_isolated(args.model, delegate=args.delegate, timeout_s=timeout)
+    atomic.copy_file(compiled.pte_path, out / "model.pte")
+    atomic.copy_file(compiled.etrecord_path, out / "etrecord.bin")
     if compiled.extra.get("conversion_log"):
-        (args.out / "neutron_convert.log").write_text(compiled.extra["conversion_log"])
+        atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
     state = "from cache" if compiled.cached else "exported"
     print(f"{compiled.name}: {state}, delegated={compiled.delegated} -> {args.out}/model.pte, etrecord.bin")
     return 0
@@ -148,12 +155,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_board_options(run, required=True)
     run.add_argument("--model", required=True, metavar="MODEL",
                      help="built-in name (cifar10, ds_cnn, ...) or path/to/file.py:factory")
-    run.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for the run's artifacts")
+    run.add_argument("--out", required=True, metavar="DIR", help="folder for the run's artifacts")
     run.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS, metavar="N",
                      help=f"inferences profiled (default {DEFAULT_ITERATIONS})")
     run.add_argument("--warmup", type=int, default=0, metavar="W", help="inferences run first and not counted")
     run.add_argument("--timeout", type=float, default=None, metavar="S",
                      help="seconds for the board run (default: board file)")
+    run.add_argument("--export-timeout", type=float, default=None, metavar="S",
+                     help="seconds the export of a model file may take (default: board file, else 600)")
     run.add_argument("--delegate", default=None, metavar="NAME", help="none, neutron-sim or neutron (default: board file)")
     run.add_argument("--no-delegate", action="store_true", help="keep a CPU-only program")
     run.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the simulated cost model")
@@ -169,25 +178,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = sub.add_parser("export", help="convert a model to model.pte + etrecord.bin (for a firmware build)")
     export.add_argument("--model", required=True, metavar="MODEL", help="built-in name or path/to/file.py:factory")
-    export.add_argument("--out", type=Path, required=True, metavar="DIR")
+    export.add_argument("--out", required=True, metavar="DIR")
+    export.add_argument("--export-timeout", type=float, default=None, metavar="S",
+                        help="seconds the export of a model file may take (default 600)")
     export.add_argument("--delegate", default="none", metavar="NAME", help="none, neutron-sim or neutron (default none)")
     export.set_defaults(func=_cmd_export)
 
+    from hil.analysis import inspect_args
+
     inspect = sub.add_parser("inspect", help="analyse a run folder, or an ETDump/ETRecord pair from anywhere")
-    inspect.add_argument("path", type=Path, metavar="RUN_OR_ETDUMP",
-                         help="a run folder, or an ETDump file (then --etrecord)")
-    inspect.add_argument("--etrecord", type=Path, default=None, metavar="FILE", help="the ETRecord of an ETDump file")
-    inspect.add_argument("--pte", type=Path, default=None, metavar="FILE",
-                         help="the model.pte of an ETDump file (checked against the ETRecord)")
-    clock = inspect.add_mutually_exclusive_group()
-    clock.add_argument("--board-config", "--hil-board-config", type=Path, default=None, metavar="FILE",
-                       help="board file: its clock, for tick-based dumps")
-    clock.add_argument("--clock-mhz", "--hil-clock-mhz", type=float, default=None, metavar="MHZ",
-                       help="the ticks are core cycles at this clock")
-    clock.add_argument("--ns", action="store_true", help="the timestamps are nanoseconds (the host runtime's)")
-    inspect.add_argument("--json", action="store_true", help="print profile JSON instead of the table")
-    inspect.add_argument("--no-verify", action="store_true",
-                         help="read a run folder's files without checking them against its manifest (a warning says so)")
+    inspect_args.add_arguments(inspect)
     inspect.set_defaults(func=_cmd_inspect)
 
     doctor = sub.add_parser("doctor", help="check this machine for what a board needs (the board file first)")
@@ -217,7 +217,15 @@ def main(argv: list[str] | None = None) -> int:
     from hil.quiet import quiet_third_party
 
     quiet_third_party()  # first: importing torch and executorch must not print over a one-line error
-    if (sys.argv[1:] if argv is None else argv)[:1] == ["inspect"]:
+    words = sys.argv[1:] if argv is None else argv
+    if words[:1] == ["inspect"]:
+        from hil.analysis.inspect_args import precheck
+
+        try:
+            precheck(words[1:])  # a path that cannot work is refused before the seconds of the import
+        except HilError as exc:
+            print(f"hil inspect: {exc}", file=sys.stderr)
+            return exit_code_for(exc)
         # Loaded before the harness's own modules, the Inspector's large ETDumps cost no extra second of
         # mmap/munmap system time (bench/inspect_speed.py measures the whole command against a bare Inspector).
         import executorch.devtools  # noqa: F401
@@ -230,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_OK
     from hil import log
+    from hil.out_folder import clean_named
 
+    clean_named(vars(args).values())  # a killed read-out's .partial goes once no run holds its folder
     try:
         with log.drawn_on(sys.stderr):
             return int(args.func(args))

@@ -10,10 +10,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hil.analysis.profile_model import Profile
 from hil.regress.compare import DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_K, DEFAULT_TOLERANCE, parse_tolerance
 from hil.regress.option_values import check_options
+
+if TYPE_CHECKING:
+    from hil.regress.runs import LoadedRun
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -29,7 +32,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         raise AnalysisError("give at least two runs: the baseline run(s), then the run to judge")
     *before, after = [load_run(path) for path in args.runs]
     for earlier in before:
-        mismatch = _different_programs(earlier.profile, after.profile)
+        mismatch = _different_programs(earlier, after)
         if mismatch:
             print(f"hil compare: {mismatch}; a comparison would say nothing (compare runs of one model on one board)",
                   file=sys.stderr)
@@ -50,11 +53,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 1 if decision.failed else 0
 
 
-def _different_programs(a: Profile, b: Profile) -> str | None:
-    """Why two profiles are not runs of one model on one board, or None when they are."""
-    for key, mine, theirs in (("model", a.model, b.model), ("board", a.board, b.board)):
+def _different_programs(a: "LoadedRun", b: "LoadedRun") -> str | None:
+    """Why two runs are not runs of one model on one board (naming both files), or None when they are."""
+    for key, mine, theirs in (("model", a.profile.model, b.profile.model), ("board", a.profile.board, b.profile.board)):
         if mine != theirs:
-            return f"A is {key} {mine!r}, B is {key} {theirs!r}"
+            return f"A ({a.label}) is {key} {mine!r}, B ({b.label}) is {key} {theirs!r}"
     return None
 
 

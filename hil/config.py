@@ -180,7 +180,7 @@ def load_board_config(
             )
     path = Path(path).expanduser().resolve()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM (Windows editors) is no statement
     except (FileNotFoundError, IsADirectoryError) as exc:
         raise BoardConfigError(f"board file not found: {path}") from exc
     except tomllib.TOMLDecodeError as exc:

@@ -13,6 +13,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -51,24 +52,44 @@ class Check:
         return text
 
 
-def _version_of(command: list[str]) -> str:
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S - 1, check=False)
-    first = (proc.stdout or proc.stderr).strip().splitlines()
-    return first[0] if first else f"exit status {proc.returncode}"
+# What each tool's `--version` answers first: a path that runs something else (a wrapper, `/bin/false`,
+# an x86 gcc) is found on PATH but is not the tool.
+GDB_BANNER = r"^GNU gdb\b"
+GCC_BANNER = r"^arm-none-eabi-gcc\b"
+QEMU_BANNER = r"^QEMU emulator version\b"
 
 
-def _tool(name: str, executable: str, fix: str, extra_dirs: list[Path] = ()) -> Check:
+def _answer(path: str, banner: str) -> tuple[bool, str]:
+    """Run `path --version`: (True, its first line) when it exits 0 with the tool's banner, else (False, why)."""
+    command = f"`{path} --version`"
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True, errors="replace",
+                              timeout=CHECK_TIMEOUT_S - 1, check=False)
+    except subprocess.TimeoutExpired:
+        return False, f"{command} gave no answer within {CHECK_TIMEOUT_S - 1:g} s"
+    except OSError as exc:
+        return False, f"{command} cannot run: {exc.strerror or exc}"
+    first = next(iter((proc.stdout or proc.stderr).strip().splitlines()), "")
+    if proc.returncode != 0:
+        return False, f"{command} exited with status {proc.returncode}" + (f": {first[:120]}" if first else "")
+    if not re.search(banner, first):
+        return False, f"{command} answered {first[:120]!r}, not the tool's banner"
+    return True, first
+
+
+def _tool(name: str, executable: str, fix: str, banner: str, extra_dirs: list[Path] = ()) -> Check:
     path = shutil.which(executable) or next(
         (str(d / executable) for d in extra_dirs if (d / executable).is_file()), None
     )
     if path is None:
         return Check(name, False, f"'{executable}' not found on PATH", fix)
-    return Check(name, True, f"{path} ({_version_of([path, '--version'])})")
+    ok, answer = _answer(path, banner)
+    return Check(name, ok, f"{path} ({answer})" if ok else answer, fix)
 
 
 def check_gdb(cfg: BoardConfig | None) -> Check:
     gdb = cfg.gdb if cfg else "gdb-multiarch"
-    return _tool("GDB", gdb, "apt-get install gdb-multiarch (or set [debug].gdb / --hil-gdb)")
+    return _tool("GDB", gdb, "apt-get install gdb-multiarch (or set [debug].gdb / --hil-gdb)", GDB_BANNER)
 
 
 def check_pyocd(_cfg: BoardConfig | None) -> Check:
@@ -185,11 +206,12 @@ def check_armgcc(cfg: BoardConfig | None) -> Check:
     root = os.environ.get("ARMGCC_DIR") or (str(cfg.get("paths.armgcc_dir", "") or "") if cfg else "")
     extra = [Path(root) / "bin"] if root else []
     return _tool("arm-none-eabi-gcc", "arm-none-eabi-gcc",
-                 "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi, or set ARMGCC_DIR", extra)
+                 "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi, or set ARMGCC_DIR", GCC_BANNER, extra)
 
 
 def check_qemu(cfg: BoardConfig) -> Check:
-    return _tool("QEMU", str(cfg.get("qemu.executable", "qemu-system-arm")), "apt-get install qemu-system-arm")
+    return _tool("QEMU", str(cfg.get("qemu.executable", "qemu-system-arm")), "apt-get install qemu-system-arm",
+                 QEMU_BANNER)
 
 
 def _checks_for(cfg: BoardConfig | None) -> list[tuple[str, Callable[[], Check]]]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hil.checks import finite_number, whole_number  # noqa: F401  (re-exported: the checks callers import here)
+from hil.defaults import DEFAULT_EXPORT_TIMEOUT_S
 from hil.errors import InputError
 
 if TYPE_CHECKING:
@@ -56,6 +57,15 @@ def run_timeout(cfg: "BoardConfig", requested: Any) -> float:
     return finite_number(cfg.get("debug.timeout_s", 120), f"board '{cfg.name}': debug.timeout_s", above=0)
 
 
+def export_timeout(cfg: "BoardConfig", requested: Any) -> float:
+    """The seconds the export of a user's model may take: the request's, else `aot.export_timeout_s`,
+    else hil.defaults's."""
+    if requested is not None:
+        return finite_number(requested, "export timeout (seconds)", above=0)
+    return finite_number(cfg.get("aot.export_timeout_s", DEFAULT_EXPORT_TIMEOUT_S),
+                         f"board '{cfg.name}': aot.export_timeout_s", above=0)
+
+
 def jitter(cfg: "BoardConfig", requested: Any) -> float:
     """The simulation's relative run-to-run jitter: the request's, else `simulation.jitter`; in [0, 1)."""
     if requested is not None:
@@ -67,6 +77,8 @@ def jitter(cfg: "BoardConfig", requested: Any) -> float:
 def writable_folder(path: Path, what: str = "--out") -> Path:
     """Create `path` (and parents) and prove a file can be written in it; InputError naming why not."""
     path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{what} {path}: a file, not a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".hil-write-test.", dir=path)

@@ -49,9 +49,11 @@ class JsonRecord(Mapping[str, Any]):
 
     key_order: tuple[str, ...]
     extra: Mapping[str, Any]
+    # Collection fields the JSON held as null: read as their empty default, written back as null.
+    null_keys: frozenset[str]
     # Fields whose JSON form is a nested record type: name -> callable building it from JSON.
     _NESTED: Mapping[str, Any] = MappingProxyType({})
-    _BOOKKEEPING = ("key_order", "extra")
+    _BOOKKEEPING = ("key_order", "extra", "null_keys")
 
     @classmethod
     def _fields(cls) -> tuple[dataclasses.Field, ...]:
@@ -62,13 +64,16 @@ class JsonRecord(Mapping[str, Any]):
         """The record of one JSON object; keys without a field are kept in `extra`, in order."""
         if isinstance(data, cls):
             return data
-        names = {f.name for f in cls._fields()}
+        fields = {f.name: f for f in cls._fields()}
         values: dict[str, Any] = {}
+        nulls = set()
         for key, value in data.items():
-            if key in names:
+            if key in fields and value is None and isinstance(_default(fields[key]), (tuple, Mapping)):
+                nulls.add(key)
+            elif key in fields:
                 values[key] = cls._build(key, value)
-        extra = MappingProxyType({k: freeze(v) for k, v in data.items() if k not in names})
-        return cls(**values, key_order=tuple(data), extra=extra)  # type: ignore[call-arg]
+        extra = MappingProxyType({k: freeze(v) for k, v in data.items() if k not in fields})
+        return cls(**values, key_order=tuple(data), extra=extra, null_keys=frozenset(nulls))  # type: ignore[call-arg]
 
     def replace(self, **changes: Any) -> Any:
         """A copy with `changes`: fields set, other keys kept in `extra`; a key new to the record is
@@ -77,7 +82,8 @@ class JsonRecord(Mapping[str, Any]):
         fields = {k: self._build(k, v) for k, v in changes.items() if k in names}
         extra = {**self.extra, **{k: freeze(v) for k, v in changes.items() if k not in names}}
         order = (*self.key_order, *(k for k in changes if k not in self.key_order))
-        return dataclasses.replace(self, **fields, key_order=order, extra=MappingProxyType(extra))  # type: ignore[type-var]
+        return dataclasses.replace(self, **fields, key_order=order, extra=MappingProxyType(extra),  # type: ignore[type-var]
+                                   null_keys=self.null_keys - set(changes))
 
     @classmethod
     def _build(cls, key: str, value: Any) -> Any:
@@ -92,6 +98,8 @@ class JsonRecord(Mapping[str, Any]):
         return (*self.key_order, *added)
 
     def _raw(self, key: str) -> Any:
+        if key in self.null_keys:
+            return None
         return self.extra[key] if key in self.extra else getattr(self, key)
 
     def to_json(self) -> dict[str, Any]:

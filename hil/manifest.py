@@ -18,6 +18,7 @@ from hil import atomic
 from hil.errors import AnalysisError
 from hil.json_record import EMPTY, JsonRecord
 from hil.paths import REPO_ROOT, in_checkout
+from hil.validate.manifest import check_manifest
 
 MANIFEST_NAME = "manifest.json"
 SCHEMA = "et-hil/manifest/1"
@@ -58,6 +59,7 @@ class Manifest(JsonRecord):
     files: Mapping[str, Mapping[str, Any]] = field(default_factory=_empty)
     key_order: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=_empty)
+    null_keys: frozenset[str] = frozenset()
 
     def file_sha256(self, name: str) -> str | None:
         """The sha256 the run recorded for one of its files, None when it lists no such file."""
@@ -173,8 +175,9 @@ def write_manifest(folder: Path, provenance: dict[str, Any], names: Iterable[str
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:
-    """manifest.json of a run folder; AnalysisError naming the file when it is missing or not a JSON
-    object (a corrupt file beside a trace must cost a clear message, never a traceback)."""
+    """manifest.json of a run folder; AnalysisError naming the file when it is missing, not a JSON
+    object, or holds a field of the wrong type (hil.validate.manifest): a corrupt file beside a trace
+    must cost a clear message, never a traceback."""
     path = Path(folder) / MANIFEST_NAME
     try:
         data = json.loads(path.read_bytes())
@@ -184,7 +187,7 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         raise AnalysisError(f"{path}: not a readable manifest ({type(exc).__name__}: {str(exc)[:200]})") from exc
     if not isinstance(data, dict):
         raise AnalysisError(f"{path}: not a manifest: a JSON {type(data).__name__}, not an object")
-    return data
+    return check_manifest(data, path)
 
 
 def load_manifest(folder: Path) -> Manifest:

@@ -6,7 +6,6 @@ run folder always ends with a manifest describing what it holds, whether the run
 
 from __future__ import annotations
 
-import shutil
 import sys
 import traceback
 from collections.abc import Callable
@@ -14,23 +13,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil import atomic, inputs, log
+from hil import atomic, inputs, log, out_folder
 from hil.analysis.console import parse_console
 from hil.analysis.profile import TimeScale, build_profile
-from hil.aot.export import CompiledModel, available_delegates, export_model, is_cached
+from hil.aot.export import CompiledModel, available_delegates, is_cached
+from hil.aot.isolated import export_isolated
 from hil.aot.models import resolve_spec
 from hil.boards import KINDS, open_board
 from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
-from hil.defaults import DEFAULT_ITERATIONS
-from hil.errors import BoardConfigError, HilError, InputError
-from hil.firmware.elf_model import check_image_carries
 from hil.analysis.profile_model import Profile
+from hil.defaults import DEFAULT_ITERATIONS
+from hil.errors import BoardConfigError, HilError, InputError, WriteError
+from hil.firmware.elf_model import check_image_carries
 from hil.manifest import sha256_file
 from hil.progress import Progress, Within
 from hil.run_folder import RUN_FILES, RunFolder, board_provenance, finish_profile, is_simulated  # noqa: F401
 from hil.steps import StepTimer
-
 
 
 @dataclass
@@ -48,6 +47,7 @@ class RunRequest:
     jitter: float | None = None
     image_options: dict[str, Any] = field(default_factory=dict)
     wait: bool = False  # for another run holding out_dir, instead of failing at once
+    export_timeout_s: float | None = None  # for a user's model (hil.aot.isolated); default: board file, 600 s
 
 
 @dataclass
@@ -90,6 +90,7 @@ class CheckedRequest:
     delegate: str
     jitter: float
     elf: Path | None
+    export_timeout_s: float
 
 
 def check_request(request: RunRequest, report: Callable[[str], None] | None = None) -> CheckedRequest:
@@ -100,13 +101,19 @@ def check_request(request: RunRequest, report: Callable[[str], None] | None = No
     inputs.check_counts(cfg, request.iterations, request.warmup)
     plan = RunPlan(request.iterations, request.warmup)
     timeout = inputs.run_timeout(cfg, request.timeout_s)
+    export_timeout = inputs.export_timeout(cfg, request.export_timeout_s)
     jitter = inputs.jitter(cfg, request.jitter)
     _ = cfg.clock_mhz  # a board file's clock that is no positive number fails here
     resolved = resolve_spec(request.model)
     if request.delegate is not None and request.delegate not in (*available_delegates(), "auto"):
         raise InputError(f"unknown delegate '{request.delegate}'; available: {', '.join(available_delegates())}, auto")
     delegate = choose_delegate(request, report)
-    return CheckedRequest(plan, timeout, delegate, jitter, firmware_elf(cfg, resolved.name, delegate))
+    elf = firmware_elf(cfg, resolved.name, delegate)
+    if elf is not None:  # the breakpoint, result and handshake symbols are in it, or nothing starts
+        from hil.road.elf_preflight import check_run_symbols
+
+        check_run_symbols(elf, cfg)
+    return CheckedRequest(plan, timeout, delegate, jitter, elf, export_timeout)
 
 
 def firmware_elf(cfg: BoardConfig, model: str, delegate: str) -> Path | None:
@@ -206,10 +213,17 @@ def run_profile(
     The folder is locked for the whole run (hil.run_folder): a second run into it fails at once, or
     waits with `request.wait`. Inputs are checked before any work (hil.inputs).
     """
-    folder = RunFolder(inputs.writable_folder(Path(request.out_dir)))
-    with folder.lock(wait=request.wait, report=report or log.warning):
-        folder.clear()
-        return _run_in(folder, request, StepTimer(report, progress))
+    out = inputs.writable_folder(out_folder.named_folder(request.out_dir))
+    folder = RunFolder(out)
+    try:
+        with folder.lock(wait=request.wait, report=report or log.warning):
+            out_folder.claim(out, RUN_FILES)  # refuses files no run wrote; never deletes them
+            return _run_in(folder, request, StepTimer(report, progress))
+    except OSError as exc:  # the lock or the journal on a full or read-only disk
+        error = WriteError.if_write_error(exc, out)
+        if error is None:
+            raise
+        raise error from exc
 
 
 def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResult:
@@ -229,11 +243,12 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
         _import_frameworks(timer)
         hit = is_cached(request.model, delegate=delegate)
         with timer.step("aot", f"export {request.model} ({'cached' if hit else 'cache miss'}, delegate {delegate})"):
-            compiled = export_model(request.model, delegate=delegate)
+            compiled = export_isolated(request.model, delegate=delegate, timeout_s=checked.export_timeout_s,
+                                       log_path=out / "export.log")
         provenance.update(aot_cache_key=compiled.cache_key, aot_cached=compiled.cached, delegate=delegate,
                           model_name=compiled.name)
-        shutil.copyfile(compiled.pte_path, out / "model.pte")
-        shutil.copyfile(compiled.etrecord_path, out / "etrecord.bin")
+        atomic.copy_file(compiled.pte_path, out / "model.pte")
+        atomic.copy_file(compiled.etrecord_path, out / "etrecord.bin")
         if compiled.extra.get("conversion_log"):
             atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
         provenance["model_memory"] = inputs.check_model_fits(request.board, out / "model.pte")
@@ -274,20 +289,51 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
         _write_trace(out, report)
         provenance["status"] = "passed"
         return RunResult(out, profile, compiled, capture, dict(timer.seconds), simulation)
-    except HilError as exc:
+    except OSError as exc:
+        error = WriteError.if_write_error(exc, out)
+        _record_error(provenance, out, exc if error is None else error)
+        if error is None:
+            raise
+        raise error from exc
+    except BaseException as exc:  # KeyboardInterrupt: Ctrl-C, or SIGTERM (hil.road.process)
+        _record_error(provenance, out, exc)
+        raise
+    finally:
+        provenance["steps_s"] = dict(timer.seconds)
+        _write_manifest_last(folder, provenance)
+
+
+def _record_error(provenance: dict[str, Any], out: Path, exc: BaseException) -> None:
+    """What the manifest says about how the run failed; a fault's summary too; an unexpected error's
+    traceback goes to error.txt (when the disk still takes it)."""
+    if isinstance(exc, HilError):
         provenance["error"] = str(exc)
         provenance["error_kind"] = "input" if isinstance(exc, InputError) else type(exc).__name__
         fault = getattr(exc, "fault", None)
         if fault:
             provenance["fault"] = fault.get("summary")
-        raise
-    except Exception as exc:
+    elif isinstance(exc, KeyboardInterrupt):
+        provenance["error"] = f"interrupted by {exc or 'SIGINT (Ctrl-C)'}"
+        provenance["error_kind"] = "interrupted"
+    else:
         provenance["error"] = f"{type(exc).__name__}: {exc}"
-        atomic.write_text(out / "error.txt", traceback.format_exc())
-        raise
-    finally:
-        provenance["steps_s"] = dict(timer.seconds)
+        try:
+            atomic.write_text(out / "error.txt", traceback.format_exc())
+        except OSError:
+            pass
+
+
+def _write_manifest_last(folder: RunFolder, provenance: dict[str, Any]) -> None:
+    """manifest.json however the run ended; once written it says which files are the run's (the
+    journal goes). A manifest that cannot be written fails a run that passed; a failed run keeps its
+    own error (the journal stays, so the next run still knows the files are a run's)."""
+    try:
         folder.write_manifest(provenance)
+    except OSError as exc:
+        if provenance.get("status") == "passed":
+            raise WriteError.from_os(exc, folder.path / "manifest.json") from exc
+        return
+    out_folder.settled(folder.path)
 
 
 def _write_trace(out: Path, report: Callable[[str], None] | None) -> None:
@@ -303,6 +349,10 @@ def _write_trace(out: Path, report: Callable[[str], None] | None) -> None:
 
 def _run_on_board(request: RunRequest, image: Path, checked: CheckedRequest, timer: StepTimer) -> RunCapture:
     """Flash and run the plan, always closing the board; the board writes serial.log and trace.etdump into out_dir."""
+    if checked.elf is None:  # the harness's own image: a --breakpoint or --result-expr it lacks is refused here
+        from hil.road.elf_preflight import check_run_symbols
+
+        check_run_symbols(image, request.board)
     board = open_board(request.board, request.out_dir, Within(timer.progress))  # its own steps, live too
     try:
         with timer.step("flash", f"flash {image.name} to {request.board.name}") as advance:

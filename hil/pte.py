@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hil.errors import AnalysisError
+from hil.errors import AnalysisError, FileContentError
+from hil.validate.pte import check_pte_bytes
 
 
 @dataclass(frozen=True)
@@ -41,17 +42,18 @@ class ProgramInfo:
 def load_program(pte: Path | bytes) -> tuple[Any, str, int]:
     """The decoded Program, a name for error messages, and the file size.
 
-    The flatbuffer file identifier ("ET..") is checked first: the deserializer turns garbage
-    into an empty Program instead of failing.
+    The flatbuffer file identifier is checked first (hil.validate.pte): the deserializer turns
+    garbage into an empty Program instead of failing.
     """
     from executorch.exir._serialize._program import deserialize_pte_binary
 
     where = "the given bytes" if isinstance(pte, bytes) else str(pte)
     try:
         data = pte if isinstance(pte, bytes) else Path(pte).read_bytes()
-        if data[4:6] != b"ET":
-            raise ValueError(f"file identifier {data[4:8]!r} is not ET..")
+        check_pte_bytes(data, where)
         program = deserialize_pte_binary(data).program
+    except FileContentError:
+        raise
     except Exception as exc:
         raise AnalysisError(f"{where} is not an ExecuTorch program (.pte): {type(exc).__name__}: {exc}") from exc
     return program, where, len(data)

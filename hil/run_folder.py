@@ -34,13 +34,13 @@ if TYPE_CHECKING:
     from hil.config import BoardConfig
 
 LOCK_NAME = ".hil-run.lock"
-# What a run writes into its folder; a new run in the same folder starts by removing these, so
-# logs that are appended to (serial.log, mi.log) never mix two runs, and the manifest describes
-# these alone. Nothing else in the folder is touched or hashed.
+# What a run writes into its folder; a new run in the same folder starts by removing those an earlier
+# run wrote (hil.out_folder refuses any other), so logs that are appended to (serial.log, mi.log) never
+# mix two runs, and the manifest describes these alone. Nothing else in the folder is touched or hashed.
 RUN_FILES = (
     "model.pte", "etrecord.bin", "trace.etdump", "serial.log", "mi.log", "qemu.log", "profile.json",
     "simulation.json", "neutron_convert.log", "manifest.json", "error.txt", "trace.json", "fault.json",
-    "gdb-mi.log", "gdbserver.log",
+    "gdb-mi.log", "gdbserver.log", "export.log",
 )
 PROFILE_NAME = "profile.json"
 
@@ -74,11 +74,6 @@ class RunFolder:
 
     def lock(self, *, wait: bool = False, report: Callable[[str], None] | None = None) -> "RunFolderLock":
         return RunFolderLock(self.path, wait=wait, report=report)
-
-    def clear(self) -> None:
-        """Remove what an earlier run wrote here (RUN_FILES), nothing else."""
-        for name in RUN_FILES:
-            (self.path / name).unlink(missing_ok=True)
 
     def write_profile(self, profile: Profile) -> Path:
         return atomic.write_json(self.path / PROFILE_NAME, profile.to_json())

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.analysis import events as ev
+from hil.analysis.inspector_log import inspector_warnings
 from hil.errors import AnalysisError
 
 FORWARD = "forward"
@@ -76,7 +77,7 @@ def inspect_etdump(data: bytes, etdump_path: Path, etrecord_path: Path, etrecord
     if isinstance(etrecord.edge_dialect_program, dict):  # several methods: the Inspector takes one graph
         for_inspector = copy.copy(etrecord)
         for_inspector.edge_dialect_program = programs.get(FORWARD) or next(iter(programs.values()))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), inspector_warnings(etrecord_path) as logged:
         warnings.simplefilter("ignore")  # "Output Buffer not found": we never ask for tensors
         try:
             inspector = Inspector(
@@ -109,7 +110,7 @@ def inspect_etdump(data: bytes, etdump_path: Path, etrecord_path: Path, etrecord
             notes.append(f"method {method}: {kept.left_out_runs} of {kept.runs + kept.left_out_runs} run(s) had "
                          f"a different event sequence and are left out")
         methods.append(kept)
-    return Inspected(methods, load, notes)
+    return Inspected(methods, load, logged + notes)
 
 
 def _method_event(block: Any) -> Any:

@@ -29,6 +29,8 @@ from hil.config import load_board_config
 from hil.errors import AnalysisError
 from hil.manifest import Manifest
 from hil.run_folder import RunFolder, finish_profile
+from hil.validate.files import read_bytes, read_json
+from hil.validate.manifest import check_simulation
 
 RUN_ONLY_KEYS = ("harness_steps_s",)
 
@@ -78,7 +80,7 @@ def _run_scale(folder: Path, manifest: Manifest) -> TimeScale:
         return TimeScale.from_dict(dict(manifest.time_scale))
     simulation = folder / "simulation.json"
     if simulation.is_file():
-        sim = json.loads(simulation.read_text())
+        sim = check_simulation(read_json(simulation), simulation)
         return TimeScale.core_cycles(sim["clock_mhz"], sim.get("npu_clock_mhz"))
     if manifest.board == "qemu":
         return TimeScale.nanoseconds()
@@ -94,7 +96,9 @@ def inspect_run(folder: Path) -> Profile:
         raise AnalysisError(f"{folder} is not a run folder: no manifest.json")
     manifest = run.manifest()  # a corrupt one is an AnalysisError naming it, never a traceback
     serial_log = folder / "serial.log"
-    console = parse_console(serial_log.read_text(errors="replace")) if serial_log.is_file() else None
+    console = None
+    if serial_log.is_file():
+        console = parse_console(read_bytes(serial_log, "a console log").decode("utf-8", errors="replace"))
     built = build_profile(
         folder / "trace.etdump", folder / "etrecord.bin",
         board=str(manifest.board), model=_model_name(manifest),
@@ -146,8 +150,9 @@ def inspect_files(args: InspectRequest) -> int:
     from hil.analysis.profile import build_profile
     from hil.analysis.table import format_table
 
-    if args.clock_mhz is not None:  # 0, negative or nan would give nan times: refused (InputError) before any work
-        finite_number(args.clock_mhz, "--clock-mhz", above=0)
+    from hil.analysis.inspect_args import check
+
+    check(args)  # paths that do not exist, a clock that is no positive number: refused before any work
     path = Path(args.path)
     if path.is_dir():
         unverified = _verify(path, args.no_verify)

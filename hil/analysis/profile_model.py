@@ -55,6 +55,7 @@ class Event(JsonRecord):
     start_us: float | tuple[float, ...] | None = None  # per iteration, when an analysis knows start times
     key_order: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=_empty)
+    null_keys: frozenset[str] = frozenset()
 
     @property
     def method_name(self) -> str:
@@ -126,6 +127,7 @@ class Profile(JsonRecord):
     harness_steps_s: Mapping[str, float] = field(default_factory=_empty)
     key_order: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=_empty)
+    null_keys: frozenset[str] = frozenset()
 
     _NESTED = MappingProxyType({"events": _events})
 

@@ -65,9 +65,12 @@ class TimeScale:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TimeScale":
-        """The inverse of `to_dict` (a run's manifest keeps the scale its profile was made with)."""
-        return cls(float(data["ticks_per_us"]), float(data["neutron_ticks_per_us"]),
-                   bool(data.get("follows_clock")), str(data.get("unit", US)))
+        """The inverse of `to_dict` (a run's manifest keeps the scale its profile was made with); without
+        `neutron_ticks_per_us`, Neutron ticks count at the CPU's rate, as `None` means in the constructor.
+        `data` has been checked (hil.validate.profile.check_time_scale)."""
+        neutron = data.get("neutron_ticks_per_us")
+        return cls(float(data["ticks_per_us"]), None if neutron is None else float(neutron),
+                   bool(data.get("follows_clock")), str(data.get("unit") or US))
 
 
 def board_time_scale(board_kind: str, clock_mhz: float, *, neutron: bool, npu_clock_mhz: float | None = None) -> TimeScale:

@@ -187,6 +187,14 @@ def export_model(
     return _entry(folder, meta, cached=False)
 
 
+def cached_export(spec: str, *, delegate: str = "none", options: Mapping[str, Any] | None = None,
+                  cache: Path | None = None) -> tuple[CompiledModel | None, Path]:
+    """(the complete cache entry of this export or None, the folder it has or would have); no torch."""
+    name, key = cache_key(spec, delegate=delegate, options=options)
+    folder = _entry_folder(name, key, cache)
+    return _read_entry(folder, key), folder
+
+
 def _entry_folder(name: str, key: str, cache: Path | None) -> Path:
     return Path(cache or paths.cache_dir()) / "models" / f"{name}-{key[:16]}"
 

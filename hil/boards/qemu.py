@@ -24,6 +24,7 @@ from hil.road.forensics import FaultWatch
 from hil.road.gdbmi import GdbMiSession
 from hil.road.ports import LOOPBACK
 from hil.road.qemu import QemuProcess, pty_opened_by_other
+from hil.road.qemu_fate import blame_qemu_first, uart_held_by_other, uart_peer
 from hil.road.run_config import run_planned
 from hil.road.serial_reader import SerialReader
 from hil.steps import StepTimer
@@ -91,6 +92,10 @@ class QemuBoard:
             if progress is not None:
                 progress(1.0)
             self.image = image
+        except TargetError as exc:  # QEMU's death first: gdb only sees its stub go away
+            error = blame_qemu_first(exc, self._qemu, self.name, QEMU_REAP_S)
+            self.close()
+            raise error from exc.__cause__
         except BaseException:
             self.close()
             raise
@@ -124,7 +129,7 @@ class QemuBoard:
             with self._step("finish", "let the image finish"):
                 exit_code = self._finish(ctx, deadline)
         except TargetError as exc:
-            raise self._with_qemu_status(exc) from exc.__cause__
+            raise blame_qemu_first(exc, qemu, self.name, QEMU_REAP_S) from exc.__cause__
         return RunCapture(
             serial_log=self.serial_log,
             console=serial.text,
@@ -198,6 +203,9 @@ class QemuBoard:
             qemu_pid = self._qemu.process.pid if self._qemu.process else None
             return pty_opened_by_other(pty, qemu_pid), f"no reader has {pty} open"
         info = self._gdb.console("monitor info chardev")
+        peer, ours = uart_peer(info), self._serial.local_port() if self._serial is not None else None
+        if peer is not None and ours is not None and peer != ours:
+            raise uart_held_by_other(self.name, self._qemu.serial_port, peer, self.qemu_log)
         return any(line.startswith("serial0:") and "<->" in line for line in info.splitlines()), (
             f"info chardev: {info.strip()!r}")
 
@@ -256,18 +264,6 @@ class QemuBoard:
         if stop.target_gone:
             raise ctx.failure(f"target exited before reaching {EXIT_FUNCTION}: {stop.describe()}")
         ctx.serial.expect(END_LINE, _left(deadline))
-
-    def _with_qemu_status(self, exc: TargetError) -> TargetError:
-        """Add QEMU's fate to a failure: 'QEMU died (status -9)' explains most lost debugger sessions."""
-        qemu = self._qemu
-        # A killed QEMU closes its sockets before it can be reaped: gdb may see the stub go first.
-        status = None if qemu is None else qemu.exit_status(QEMU_REAP_S)
-        if status is None:
-            return exc
-        note = f"; QEMU exited with status {status} (log: {self.qemu_log})"
-        widened = type(exc)(f"{exc}{note}")
-        widened.__dict__.update(exc.__dict__)  # a fault's report travels on
-        return widened
 
 
 def icount_shift(cfg: BoardConfig) -> int | None:

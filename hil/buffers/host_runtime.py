@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hil.errors import ModelError
+from hil.validate.pte import PTE_IDENTIFIER
 
 if TYPE_CHECKING:
     import torch
 
-PTE_IDENTIFIER = b"ET12"
 ETDUMP_IDENTIFIER = b"ED00"
 
 

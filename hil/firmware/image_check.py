@@ -30,6 +30,7 @@ from hil.errors import HilError
 from hil.firmware.elf_reader import ElfImage, ElfReadError, read_elf
 from hil.firmware.image_spec import ImageSpec, Region, span
 from hil.firmware.sdk_printf import format_problems
+from hil.validate.pte import check_pte_bytes
 
 RUN_CONFIG_SYMBOL = "hil_run_config"
 CONFIG_BREAKPOINT_SYMBOL = "hil_config_ready"
@@ -369,7 +370,7 @@ def _read_model(path: Path | None, spec: ImageSpec) -> bytes | None:
         raise HilError(f"cannot read model {path}: {exc.strerror or exc}") from exc
     if not data:
         raise HilError(f"model {path} is empty")
-    return data
+    return check_pte_bytes(data, path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,8 @@ import argparse
 import shutil
 from pathlib import Path
 
-from hil.errors import HilError
+from hil.errors import HilError, InputError
+from hil.inputs import writable_folder
 from hil.paths import FIRMWARE_DIR
 
 PARTS = ("rt700", "common")
@@ -20,16 +21,31 @@ _SKIP = shutil.ignore_patterns("build", "__pycache__", "*.o", "*.d")
 
 
 def copy_sources(out: Path, *, force: bool = False) -> list[Path]:
-    """Copy firmware/rt700 and firmware/common into `out`; refuse to overwrite unless `force`."""
-    out = Path(out)
+    """Copy firmware/rt700 and firmware/common into `out`; refuse to overwrite unless `force`.
+
+    Every destination is checked before anything is copied, so a refusal leaves `out` as it was.
+    `force` replaces folders only: a file or a symbolic link in a destination's place is the user's,
+    and is refused, never deleted (nor is a link's target).
+    """
+    out = writable_folder(Path(out))
+    for part in PARTS:
+        dest = out / part
+        if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+            kind = "a symbolic link" if dest.is_symlink() else "a file"
+            raise InputError(f"{dest} is {kind}, not a folder of sources: remove it first"
+                             " (--force replaces folders only)")
+        if dest.exists() and not force:
+            raise InputError(f"{dest} exists; pass --force to replace it")
     copied = []
     for part in PARTS:
         dest = out / part
-        if dest.exists() and not force:
-            raise HilError(f"{dest} exists; pass --force to replace it")
-        if dest.exists():
-            shutil.rmtree(dest)
-        shutil.copytree(FIRMWARE_DIR / part, dest, ignore=_SKIP)
+        try:
+            if dest.exists():
+                shutil.rmtree(dest)
+            shutil.copytree(FIRMWARE_DIR / part, dest, ignore=_SKIP)
+        except OSError as exc:
+            raise HilError(f"cannot copy the firmware sources to {dest}: {exc.strerror or exc}"
+                           + (f" ({exc.filename})" if exc.filename else "")) from exc
         copied.append(dest)
     return copied
 

@@ -81,7 +81,7 @@ def load_lab(path: Path | str) -> Lab:
     """Read and check a lab file; every mistake is reported with the file and the entry."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM (Windows editors) is no statement
     except FileNotFoundError as exc:
         raise BoardConfigError(f"lab file not found: {path}") from exc
     except tomllib.TOMLDecodeError as exc:

@@ -16,6 +16,8 @@ from typing import Any
 from hil import atomic
 from hil.analysis.profile_model import as_profile
 from hil.analysis.warmup import with_statistics
+from hil.errors import HilError
+from hil.inputs import writable_folder
 from hil.json_record import thaw
 from hil.regress.runs import BASELINE_SCHEMA, LoadedRun, load_run
 
@@ -58,7 +60,11 @@ def write_baseline(run: LoadedRun, destination: Path) -> Path:
     """Freeze `run` as the baseline of its model under `destination` (folder or .json file)."""
     profile = with_statistics(run.profile)
     target = baseline_path(destination, profile.series)
-    atomic.write_json(target, {"schema": BASELINE_SCHEMA, "provenance": provenance_of(run), "profile": profile.to_json()})
+    writable_folder(target.parent, "--out")  # a path through a file (/etc/hostname/x.json): one line, exit 2
+    try:
+        atomic.write_json(target, {"schema": BASELINE_SCHEMA, "provenance": provenance_of(run), "profile": profile.to_json()})
+    except OSError as exc:
+        raise HilError(f"cannot write baseline {target}: {exc.strerror or exc}") from exc
     return target
 
 

@@ -87,7 +87,7 @@ def load_file_budget(path: Path, model: str) -> Budget | None:
     if not path.is_file():
         return None
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM (Windows editors) is no statement
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise BoardConfigError(f"budget file {path}: {exc}") from exc
     table = data.get(model)

@@ -19,11 +19,13 @@ from typing import Any
 
 from hil.analysis.profile_model import Profile, as_profile, history_profile
 from hil.analysis.statistics import summarize
-from hil.errors import AnalysisError
+from hil.errors import AnalysisError, FileContentError
 from hil.json_record import thaw
 from hil.manifest import Manifest
-from hil.regress.finite import check_finite
 from hil.regress.identity import keyed_events
+from hil.validate.fields import one_line
+from hil.validate.files import read_head
+from hil.validate.history import SQLITE_HEADER, TABLES, check_event_row, check_header, check_run_row, check_tables
 
 BUSY_TIMEOUT_S = 60.0
 
@@ -181,28 +183,51 @@ def record_run(
 
 
 def open_existing(path: Path) -> sqlite3.Connection:
-    """Connect to a history database that must already exist (readers: reports, queries)."""
-    if not Path(path).is_file():
+    """Open a history database that must already exist, read-only (readers: reports, queries, the gate).
+
+    Read-only, so a reader never writes: an empty or foreign file given to `hil report` is refused
+    (hil.validate.history), never turned into a new database. WAL databases read as usual.
+    """
+    path = Path(path)
+    if not path.is_file():
         raise AnalysisError(f"history database {path}: no such file (write one with pytest --hil-history {path})")
-    return connect(path)
+    check_header(read_head(path, len(SQLITE_HEADER)), path)
+    with _reading(path):
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        check_tables({table: {row[1] for row in conn.execute(f"PRAGMA table_info({table})")} for table in TABLES},
+                     path)
+    return conn
+
+
+@contextmanager
+def _reading(path: Path | str) -> Iterator[None]:
+    """A damaged database ("database disk image is malformed") is one line naming it, as a bad JSON file is."""
+    try:
+        yield
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a TEXT cell that is no UTF-8: the latter
+        raise FileContentError(f"history database {path}: {one_line(str(exc))}") from exc
+
+
+def _database_path(conn: sqlite3.Connection) -> str:
+    return str(conn.execute("PRAGMA database_list").fetchone()[2])
 
 
 def read_runs(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Every run, oldest first, with JSON columns decoded."""
-    rows = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY time, id")]
-    for row in rows:
-        for col in ("versions", "totals", "memory", "time_scale"):
-            row[col] = json.loads(row[col]) if row.get(col) else {}
-        row["comparison"] = json.loads(row["comparison"]) if row.get("comparison") else None
-    return rows
+    """Every run, oldest first, with JSON columns decoded; a row of the wrong shape is refused naming it."""
+    path = _database_path(conn)
+    with _reading(path):
+        rows = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY time, id")]
+    return [check_run_row(row, path) for row in rows]
 
 
 def read_events(conn: sqlite3.Connection, run_id: int) -> list[dict[str, Any]]:
     """One run's events as profile-like dicts (statistics, no per-iteration times)."""
-    rows = [dict(r) for r in conn.execute("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,))]
-    for row in rows:
-        row["op_types"] = json.loads(row["op_types"] or "[]")
-    return rows
+    path = _database_path(conn)
+    with _reading(path):
+        rows = [dict(r) for r in conn.execute("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,))]
+    return [check_event_row(row, path) for row in rows]
 
 
 def profile_from_history(run: dict[str, Any], events: list[dict[str, Any]]) -> Profile:
@@ -217,15 +242,10 @@ def recent_runs(path: Path, series: str, board: str, limit: int) -> list[Profile
         return []
     conn = open_existing(path)
     try:
-        rows = [dict(r) for r in conn.execute(
-            "SELECT * FROM runs WHERE model = ? AND board = ? AND passed = 1 ORDER BY time DESC, id DESC LIMIT ?",
-            (series, board, limit))]
-        for row in rows:
-            for col in ("versions", "totals", "memory", "time_scale"):
-                row[col] = json.loads(row[col]) if row.get(col) else {}
-        profiles = [profile_from_history(row, read_events(conn, row["id"])) for row in reversed(rows)]
+        with _reading(path):
+            rows = [dict(r) for r in conn.execute(
+                "SELECT * FROM runs WHERE model = ? AND board = ? AND passed = 1 ORDER BY time DESC, id DESC LIMIT ?",
+                (series, board, limit))]
+        return [profile_from_history(check_run_row(row, path), read_events(conn, row["id"])) for row in reversed(rows)]
     finally:
         conn.close()
-    for row, profile in zip(reversed(rows), profiles):
-        check_finite(profile, f"history {path}, run {row['id']} of {row['time']}")
-    return profiles

@@ -6,18 +6,17 @@ its error messages live in one place.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil.analysis.profile_model import SCHEMA, Profile, as_profile
-from hil.manifest import Manifest
+from hil.analysis.profile_model import Profile, as_profile
 from hil.errors import AnalysisError
-from hil.regress.finite import check_finite
+from hil.manifest import Manifest
+from hil.validate.files import read_json
+from hil.validate.profile import BASELINE_SCHEMA, PROFILE_SCHEMA, check_baseline, check_profile
 
-PROFILE_SCHEMA = SCHEMA
-BASELINE_SCHEMA = "et-hil/baseline/1"
+__all__ = ["BASELINE_SCHEMA", "PROFILE_SCHEMA", "LoadedRun", "load_run", "read_json", "read_manifest"]
 
 
 @dataclass
@@ -39,31 +38,17 @@ class LoadedRun:
         return str(self.source)
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object from `path`, or an AnalysisError naming the file and what is wrong."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise AnalysisError(f"{path}: no such file") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:  # deep nesting recurses
-        raise AnalysisError(f"{path}: not readable JSON ({exc})") from exc
-    if not isinstance(data, dict):
-        raise AnalysisError(f"{path}: expected a JSON object, found {type(data).__name__}")
-    return data
-
-
 def read_manifest(folder: Path) -> dict[str, Any]:
     """manifest.json of a run folder, or {} when the folder has none (a copied profile, say)."""
-    path = Path(folder) / "manifest.json"
-    return read_json(path) if path.is_file() else {}
+    from hil.manifest import MANIFEST_NAME, read_manifest as read_checked
+
+    return read_checked(folder) if (Path(folder) / MANIFEST_NAME).is_file() else {}
 
 
 def load_run(path: Path) -> LoadedRun:
-    """Load a run folder, a profile.json or a baseline JSON; errors name the path (and a non-finite
-    figure its event: hil.regress.finite)."""
-    run = _load_run(Path(path))
-    check_finite(run.profile, str(run.source))
-    return run
+    """Load a run folder, a profile.json or a baseline JSON; a file that is none of these, or holds a
+    field of the wrong type, is refused naming the file and the field (hil.validate)."""
+    return _load_run(Path(path))
 
 
 def _load_run(path: Path) -> LoadedRun:
@@ -71,14 +56,13 @@ def _load_run(path: Path) -> LoadedRun:
         profile_path = path / "profile.json"
         if not profile_path.is_file():
             raise AnalysisError(f"{path}: run folder without profile.json (did the run fail? see {path / 'manifest.json'})")
-        return LoadedRun(read_json(profile_path), profile_path, path, read_manifest(path))
+        return LoadedRun(check_profile(read_json(profile_path), profile_path), profile_path, path, read_manifest(path))
     data = read_json(path)
     if data.get("schema") == BASELINE_SCHEMA:
-        if not isinstance(data.get("profile"), dict) or not isinstance(data["profile"].get("events"), list):
-            raise AnalysisError(f"{path}: a baseline ({BASELINE_SCHEMA}) without a profile holding a list of events")
+        check_baseline(data, path)
         return LoadedRun(data["profile"], path, None, {}, dict(data.get("provenance") or {}))
-    if data.get("schema") != PROFILE_SCHEMA or not isinstance(data.get("events"), list):
+    if data.get("schema") != PROFILE_SCHEMA:
         raise AnalysisError(
             f"{path}: neither a profile ({PROFILE_SCHEMA}) nor a baseline ({BASELINE_SCHEMA}); schema={data.get('schema')!r}"
         )
-    return LoadedRun(data, path, path.parent, read_manifest(path.parent))
+    return LoadedRun(check_profile(data, path), path, path.parent, read_manifest(path.parent))

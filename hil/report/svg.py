@@ -22,14 +22,22 @@ LANE_NAMES = {"method": "Method::execute", "delegate_call": "delegate call", "cp
               "npu_kernel": "NPU kernels", "profiling_dump": "profiling dump", "delegate_op": "other delegates"}
 
 
+# Below this an axis has no round values worth drawing (1e-9 us is a femtosecond).
+MIN_HIGH = 1e-9
+
+
 def nice_ticks(high: float, count: int = 5) -> list[float]:
-    """At least `count` round values from 0 up to (and past) `high`: 0, 250, 500, 750, 1000 for 900."""
-    high = high if high > 0 else 1.0
+    """At least `count` round values from 0 up to (and past) `high`: 0, 250, 500, 750, 1000 for 900.
+
+    The last tick is never 0 (charts divide by it): a `high` of 0, or too small to have round values
+    of its own (a run that timed nothing), gets the axis of 1.
+    """
+    high = high if high > MIN_HIGH else 1.0
     raw = high / (count - 1)
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
     ticks = [0.0]
-    while ticks[-1] < high - 1e-9:
+    while ticks[-1] < high * (1 - 1e-9):  # relative: a small `high` gets its ticks too
         ticks.append(ticks[-1] + step)
     return ticks
 

@@ -21,6 +21,7 @@ from hil import atomic
 from hil.analysis.profile_model import Profile, as_profile
 from hil.regress.runs import load_run
 from hil.report.timeline import Span, iteration_length, lanes_of, layout_iteration
+from hil.validate.files import read_bytes
 
 TRACKS = {"method": 1, "delegate_call": 2, "cpu_op": 3, "npu_kernel": 4, "profiling_dump": 5, "console": 6,
           "delegate_op": 7}
@@ -92,5 +93,5 @@ def write_trace_json(run_folder: Path) -> Path:
     folder = Path(run_folder)
     run = load_run(folder)
     log = folder / "serial.log"
-    lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.is_file() else []
+    lines = read_bytes(log, "a console log").decode("utf-8", errors="replace").splitlines() if log.is_file() else []
     return atomic.write_json(folder / "trace.json", build_trace(run.profile, lines))

@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hil.atomic import write_bytes
 from hil.config import MemoryRegion
 from hil.errors import TargetError, TargetFault, TargetHang, TimeoutExpired
 from hil.road.forensics import FaultReport, FaultWatch, examine_fault, examine_hang, write_fault_json
@@ -164,17 +163,33 @@ def read_result(gdb: GdbMiSession, ctx: RunContext, expr: str, regions: list[Mem
 
 
 def fetch_etdump(gdb: GdbMiSession, ctx: RunContext, result: EtdumpResult, out_path: Path) -> bytes:
-    """Dump the ETDump to `out_path` with `dump binary memory`, falling back to MI memory reads."""
+    """Dump the ETDump to `out_path` with `dump binary memory`; the target must still be there after it.
+
+    There is no second way of reading it: with the target gone, gdb reads memory from the ELF file
+    instead (an MI read then returned the image's initial bytes, zeros for the buffer), which looks
+    like an ETDump to every check but the CRC. A failed dump fails the read-out, and a dump taken
+    while the target went away is deleted.
+    """
     try:
         gdb.dump_memory(result.address, result.size, out_path)
-        return Path(out_path).read_bytes()
-    except TargetError as dump_error:
-        try:
-            data = gdb.read_memory(result.address, result.size)
-        except TargetError as exc:
-            raise ctx.failure(f"cannot read the ETDump ({dump_error}; then {exc})") from exc
-    write_bytes(Path(out_path), data)
-    return data
+    except TargetError as exc:
+        raise ctx.failure(f"cannot read the ETDump: {exc}") from exc
+    try:
+        require_target(gdb, ctx, "after the ETDump read-out")
+    except TargetError:
+        Path(out_path).unlink(missing_ok=True)
+        raise
+    return Path(out_path).read_bytes()
+
+
+def require_target(gdb: GdbMiSession, ctx: RunContext, when: str) -> None:
+    """The debugger still has the target: its registers read afresh (gdb answers from its cache otherwise)."""
+    try:
+        gdb.console("maintenance flush register-cache")
+        gdb.evaluate("$pc")
+    except TargetError as exc:
+        raise ctx.failure(f"the target is gone {when}: what the debugger reads now comes from the ELF file,"
+                          f" not the target ({exc})") from exc
 
 
 def check_console_result(ctx: RunContext, result: EtdumpResult, timeout: float = CONSOLE_LAG_S) -> EtdumpResult:
@@ -210,6 +225,7 @@ def read_out_etdump(
 ) -> tuple[EtdumpResult, bytes]:
     """At the breakpoint: read and check `expr`, dump the bytes to `out_path`, cross-check the console
     and the CRC-32 it printed; the result returned carries that CRC."""
+    require_target(gdb, ctx, "at the breakpoint")
     result = read_result(gdb, ctx, expr, regions)
     etdump = fetch_etdump(gdb, ctx, result, out_path)
     result = check_console_result(ctx, result)

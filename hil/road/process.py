@@ -304,7 +304,7 @@ atexit.register(close_all)
 
 
 def _interrupt_on_sigterm(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+    raise KeyboardInterrupt(f"signal {signum} ({signal.Signals(signum).name})")
 
 
 def stop_children_on_sigterm() -> None:

@@ -59,6 +59,7 @@ class SerialReader:
         self.name = name
         self.reconnects = 0
         self.end_reason: str | None = None
+        self.log_error: OSError | None = None  # why serial.log stops short of `text`, if it does
         self._port: serial.SerialBase | None = None
         self._log: IO[bytes] | None = None
         self._thread: threading.Thread | None = None
@@ -126,6 +127,16 @@ class SerialReader:
     def ended(self) -> bool:
         """True once reading has stopped for good (port gone and not reopened, or closed)."""
         return self._ended.is_set()
+
+    def local_port(self) -> int | None:
+        """The local TCP port of a `socket://` console (who QEMU's UART should say it serves); else None."""
+        sock = getattr(self._port, "_socket", None)
+        if not isinstance(sock, socket.socket):
+            return None
+        try:
+            return int(sock.getsockname()[1])
+        except (OSError, IndexError, TypeError):
+            return None
 
     def tail(self, n: int = TAIL_LINES) -> list[str]:
         return self.lines[-n:] if n > 0 else []
@@ -223,10 +234,19 @@ class SerialReader:
         self._marker(f"reopened {self.url} (reconnect {self.reconnects})")
         return True
 
-    def _append(self, data: bytes) -> None:
+    def _write_log(self, data: bytes) -> None:
+        """Append to serial.log; a disk that refuses (full, read-only) ends the log, never the reading:
+        the console stays in memory for the run, and `log_error` says why the log stops short."""
         log = self._log
-        if log is not None:
+        if log is None or self.log_error is not None:
+            return
+        try:
             log.write(data)  # unbuffered: on disk at once
+        except OSError as exc:
+            self.log_error = exc
+
+    def _append(self, data: bytes) -> None:
+        self._write_log(data)
         chunk = self._decoder.decode(data)
         with self._cond:
             self._nbytes += len(data)
@@ -240,7 +260,7 @@ class SerialReader:
         if log is None:
             return
         lead = b"" if self._last_byte == b"\n" else b"\n"
-        log.write(lead + f"[hil serial: {message}]\n".encode())
+        self._write_log(lead + f"[hil serial: {message}]\n".encode())
         self._last_byte = b"\n"
 
     def _mark_ended(self, reason: str) -> None:

@@ -3,7 +3,9 @@
 Every row asserts the exit status, the one-line message naming the cause (the first line of stderr),
 a generous time bound, the artifacts a failed run keeps (manifest.json with status and error, the
 logs) and that no QEMU, gdb or debug server is left behind. Row 1 (no orphans, even after kill -9)
-is tests/system/test_no_orphans.py.
+is tests/system/test_no_orphans.py; the rows of the run path's own faults (what --out may name, a model
+that exits or hangs, a full disk, symbols missing from the ELF, QEMU killed, a busy UART, SIGTERM) are
+tests/system/test_fault_matrix_run_path.py.
 """
 
 from __future__ import annotations
@@ -35,12 +37,16 @@ class Hil:
 
     def __init__(self) -> None:
         self.tag = uuid.uuid4().hex
-        self.env = {**os.environ, "HIL_SESSION_TAG": self.tag}
+        # This checkout's hil wherever the command runs (cwd may be a user's project folder).
+        path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+        self.env = {**os.environ, "HIL_SESSION_TAG": self.tag, "PYTHONPATH": path}
 
-    def __call__(self, *args: str, timeout: float = 300) -> tuple[subprocess.CompletedProcess, float]:
+    def __call__(self, *args: str, timeout: float = 300, cwd: Path = REPO,
+                 prefix: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess, float]:
+        """`prefix`: a command the `hil` runs under (a mount namespace holding a small file system)."""
         start = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "hil.cli", *args], cwd=REPO, env=self.env, capture_output=True,
-                              text=True, timeout=timeout)
+        done = subprocess.run([*prefix, sys.executable, "-m", "hil.cli", *args], cwd=cwd, env=self.env,
+                              capture_output=True, text=True, timeout=timeout)
         return done, time.monotonic() - start
 
     def popen(self, *args: str) -> subprocess.Popen:

@@ -76,7 +76,8 @@ def test_compare_refuses_runs_of_different_models_or_boards(tmp_path):
         atomic.write_json(tmp_path / "b.json", {**base, **change})
         done = hil("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
         assert done.returncode == 2, done.stdout + done.stderr
-        assert f"A is {name} {base[name]!r}, B is {name} {change[name]!r}" in done.stderr
+        a, b = tmp_path / "a.json", tmp_path / "b.json"  # each side named by its file
+        assert f"A ({a}) is {name} {base[name]!r}, B ({b}) is {name} {change[name]!r}" in done.stderr
     atomic.write_json(tmp_path / "b.json", base)
     assert hil("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")).returncode == 0
 
@@ -106,10 +107,14 @@ console_main()
 
 
 @pytest.mark.parametrize(("args", "torn_down"), [
-    (["inspect", "no-such.etdump", "--etrecord", "no-such.bin"], False),  # loads torch (the Inspector) first
+    # files that are there but hold no ETDump/ETRecord: the Inspector (torch) is loaded before they are read
+    (["inspect", "{tmp}/empty.etdump", "--etrecord", "{tmp}/empty.bin"], False),
     (["compare", "no-such-a.json", "no-such-b.json"], True),  # never loads torch: an ordinary exit
 ])
-def test_the_hil_command_skips_the_teardown_only_once_torch_is_loaded(args, torn_down):
+def test_the_hil_command_skips_the_teardown_only_once_torch_is_loaded(tmp_path, args, torn_down):
+    for name in ("empty.etdump", "empty.bin"):
+        (tmp_path / name).write_bytes(b"")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout buffered, as usual
     done = subprocess.run([sys.executable, "-c", _EXIT_CHILD, *args], cwd=REPO, capture_output=True, text=True,
                           timeout=300, env=buffered)

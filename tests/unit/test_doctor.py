@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import time
 
 from fake_pyocd import FakeBench, FakeProbe
@@ -108,3 +109,19 @@ def test_without_a_board_only_general_checks_run():
     _, text, took = _run(None)
     assert "no board" in text.splitlines()[0] and took < 30
     assert " GDB:" in text and " pyOCD:" in text and "pyOCD target" not in text and "MCUX_SDK" not in text
+
+
+def _gdb_line(gdb: str) -> str:
+    rc, text, _ = _run(load_board_config("qemu").with_overrides({"debug.gdb": gdb}))
+    return _line(text, "GDB")
+
+
+def test_a_gdb_that_runs_but_is_not_gdb_is_missing(tmp_path):
+    """Found on PATH is not enough: `--version` must exit 0 and answer with gdb's banner."""
+    assert _gdb_line("/bin/false").lstrip().startswith("MISSING  GDB: `/bin/false --version` exited with status 1")
+    assert re.search(r"`/bin/true --version` answered 'true \(GNU coreutils\) [\d.]+', not the tool's banner$",
+                     _gdb_line("/bin/true"))
+    script = tmp_path / "gdb"
+    script.write_text("#!/bin/sh\necho 'GNU gdb (lab build) 14.2'\n")
+    script.chmod(0o755)
+    assert _gdb_line(str(script)).lstrip() == f"ok       GDB: {script} (GNU gdb (lab build) 14.2)"

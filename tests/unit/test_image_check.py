@@ -9,6 +9,7 @@ check must catch. Everything is compiled once per module; the links are millisec
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 import re
@@ -37,7 +38,12 @@ FIXTURES = REPO_ROOT / "tests" / "fixtures" / "image_check"
 PROTOCOL_H = FIRMWARE_DIR / "common" / "hil_protocol.h"
 FLAGS = ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16", "-g", "-O2",
          "-ffunction-sections", "-fdata-sections", "-ffreestanding"]
-MODEL = random.Random(7).randbytes(3001)  # not a multiple of 16, like most programs
+# A program's first bytes: the root table's offset, then the file identifier of ExecuTorch's program schema
+# (read from the installed wheel's schema/program.fbs below); the rest is noise. 3001 bytes: not a multiple
+# of 16, like most programs.
+PROGRAM_FBS = Path(importlib.util.find_spec("executorch").submodule_search_locations[0]) / "schema" / "program.fbs"
+PTE_ID = re.search(r'file_identifier "(\w{4})";', PROGRAM_FBS.read_text()).group(1).encode()
+MODEL = b"\x1c\0\0\0" + PTE_ID + random.Random(7).randbytes(2993)
 M_DATA_END = 0x20430000
 TOOL_TIMEOUT_S = 60
 
@@ -392,6 +398,7 @@ def _board_file(tmp_path: Path, name: str, text: str) -> Path:
     ("truncated_elf", r"truncated\.elf is not a readable ELF file"),
     ("missing_model", r"cannot read model .*absent\.pte"),
     ("empty_model", r"model .*empty\.pte is empty"),
+    ("text_model", r"hostname is not an ExecuTorch program \(\.pte\): file identifier b'host' at offset 4, not b'ET12'"),
     ("no_model", r"--model is required: board 'rt700' images carry the model in \.modeldata"),
     ("bad_toml", r"bad\.toml is not valid TOML"),
     ("bad_region", r"image\.regions\.size must be a non-negative integer, not 'big'"),
@@ -402,12 +409,14 @@ def test_input_errors_exit_2_with_one_line(good, tmp_path, capsys, case, message
     (tmp_path / "board.txt").write_text("not an ELF\n")
     (tmp_path / "truncated.elf").write_bytes(good.read_bytes()[:100])
     (tmp_path / "empty.pte").write_bytes(b"")
+    (tmp_path / "hostname").write_text("lab-host-1\n")  # a text file such as /etc/hostname
     argv = {
         "missing_elf": [tmp_path / "nothing.elf", "--model", pte],
         "not_elf": [tmp_path / "board.txt", "--model", pte],
         "truncated_elf": [tmp_path / "truncated.elf", "--model", pte],
         "missing_model": [good, "--model", tmp_path / "absent.pte"],
         "empty_model": [good, "--model", tmp_path / "empty.pte"],
+        "text_model": [good, "--model", tmp_path / "hostname"],
         "no_model": [good],
         "bad_toml": [good, "--model", pte, "--board-config", _board_file(tmp_path, "bad.toml", "[board\n")],
         "bad_region": [good, "--model", pte, "--board-config", _board_file(

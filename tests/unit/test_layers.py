@@ -46,7 +46,7 @@ PROFILE_KEYS = ("totals_us", "events", "times_us", "npu_fraction", "warmup_itera
 # Readers of profiles and manifests: the modules that took a dict and now take a Profile / Manifest.
 CONSUMERS = ("analysis/table.py", "analysis/inspect_cmd.py", "analysis/warmup.py", "report/figures.py",
              "report/html.py", "report/timeline.py", "report/trace.py", "regress/budgets.py", "regress/compare.py",
-             "regress/history.py", "regress/baseline.py", "regress/judge.py", "regress/identity.py", "regress/finite.py",
+             "regress/history.py", "regress/baseline.py", "regress/judge.py", "regress/identity.py",
              "regress/stats.py", "regress/runs.py", "plugin_regress.py", "cli_regress.py", "pipeline.py",
              "board_session.py", "run_folder.py", "evidence.py")
 

@@ -83,3 +83,12 @@ def test_a_profile_from_history_has_the_same_event_type_without_times():
     assert isinstance(event, Event) and event.times_us is None
     assert event.spread == (10.0, 0.5) and event.fastest == 9.0
     assert profile.simulated is True and profile.schema == SCHEMA
+
+
+def test_a_null_collection_reads_empty_and_is_written_back_as_null():
+    data = {"schema": SCHEMA, "events": [{"name": "x", "kind": "cpu_op", "op_types": None, "times_us": [1.0]}],
+            "totals_us": None, "warnings": None}
+    profile = Profile.from_json(data)
+    assert profile.events[0].op_types == () and dict(profile.totals_us) == {} and profile.warnings == ()
+    assert profile.to_json() == data and list(profile.to_json()) == list(data)
+    assert profile.replace(warnings=["w"]).to_json()["warnings"] == ["w"]

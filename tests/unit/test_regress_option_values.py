@@ -73,12 +73,12 @@ def test_a_baseline_whose_totals_are_nan_is_refused_naming_the_file_and_figure(t
     path.write_text(json.dumps({"schema": "et-hil/baseline/1", "provenance": {}, "profile": profile}))  # writes NaN
     done = hil("compare", path, two_runs[1])
     assert done.returncode == 2
-    assert done.stderr.splitlines() == [f"hil compare: {path}: totals_us.method_execute = nan; figures must be finite"]
+    assert done.stderr.splitlines() == [f"hil compare: {path}: profile.totals_us.method_execute = nan; figures must be finite"]
     profile = synth_profile(3)
     profile["events"][3]["times_us"][2] = math.inf
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "profile.json").write_text(json.dumps(profile))
-    with pytest.raises(AnalysisError, match=r"run/profile.json: event npu_kernel:0#0 has times_us\[2\] = inf"):
+    with pytest.raises(AnalysisError, match=r"run/profile.json: events\[3\].times_us\[2\] = inf; figures must be finite"):
         load_run(tmp_path / "run")
 
 
@@ -90,5 +90,5 @@ def test_a_history_row_with_an_infinite_figure_is_refused_naming_the_database_an
         conn.execute("UPDATE events SET min_us = ? WHERE key = 'npu_kernel:2#0'", (math.inf,))
     finally:
         conn.close()
-    with pytest.raises(AnalysisError, match=rf"history {db}, run 1 of 2026-01-01: event npu_kernel:2#0 has min_us = inf"):
+    with pytest.raises(AnalysisError, match=rf"history database {db}, run 1: event npu_kernel:2#0.min_us = inf; figures must be finite"):
         history.recent_runs(db, "synthnet", "qemu", 10)

@@ -246,3 +246,11 @@ def test_the_charts_are_readable_full_labels_named_kernels_axes_with_ticks_and_u
     assert "us from the start of Method::execute" in texts(timeline)
     said = " ".join(" ".join(texts(timeline)).split())
     assert "call 0 / profiling dump: overlaps the kernels" in said and "longer than its delegate call" in said
+
+
+@pytest.mark.parametrize("high", [0.0, 1e-12, 1e-9, 2e-9, 0.5, 7.3, 900.0, 1e308, 5e-324])
+def test_an_axis_always_reaches_its_highest_value_and_never_ends_at_zero(high):
+    from hil.report.svg import nice_ticks
+
+    ticks = nice_ticks(high)  # charts divide by the last tick
+    assert ticks[0] == 0.0 and ticks[-1] >= high and ticks[-1] > 0 and len(ticks) >= 3
