@@ -134,6 +134,7 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
         "ram": list_of("[start, size] pairs of whole numbers (size > 0)", _ram_pair),
         "program_bytes": integer(above=0),
         "planned_bytes": integer(above=0),
+        "debug_buffer_bytes": integer(above=0),
     },
     "limits": {
         "max_runs": integer(above=0),

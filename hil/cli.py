@@ -51,6 +51,13 @@ def _add_lab_options(parser: argparse.ArgumentParser) -> None:
         group.add_argument(flag, dest=dest, type=kind, default=None, metavar=metavar, help=text)
 
 
+def _add_drift_threshold(parser: argparse.ArgumentParser) -> None:
+    from hil.drift.gap import DEFAULT_SNR_DB
+
+    parser.add_argument("--drift-snr-db", "--hil-drift-snr-db", dest="drift_snr_db", type=float, default=None,
+                        metavar="DB", help=f"with debug outputs: an operator below this SNR drifts (default {DEFAULT_SNR_DB:g})")
+
+
 def board_from_args(args: argparse.Namespace) -> BoardConfig:
     cfg = load_board_config(args.board, args.board_config)
     return cfg.with_overrides(overrides_from(vars(args)))
@@ -81,6 +88,8 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
         seed=args.seed,
         jitter=args.jitter,
         wait=args.wait,
+        debug_outputs=args.debug_outputs,
+        drift_snr_db=args.drift_snr_db,
         export_timeout_s=args.export_timeout,
     )
     from hil.progress import for_stream
@@ -127,7 +136,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     from hil.analysis.inspect_cmd import InspectRequest, inspect_files
 
     return inspect_files(InspectRequest(args.path, args.etrecord, args.pte, args.clock_mhz, args.board_config, args.ns,
-                                        args.json, args.no_verify))
+                                        args.json, args.no_verify, getattr(args, "drift_snr_db", None)))
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -170,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="relative run-to-run jitter of the simulation")
     run.add_argument("--wait", action="store_true",
                      help="wait for another run writing --out to finish (default: refuse at once)")
+    run.add_argument("--debug-outputs", "--hil-debug-outputs", dest="debug_outputs", action="store_true",
+                     help="record every operator's outputs on the target and name the first that drifts from the ETRecord")
+    _add_drift_threshold(run)
     run.add_argument("-v", "--verbose", action="store_true", help="also print each step's duration as it ends")
     run.add_argument("-q", "--quiet", action="store_true", help="print no step lines or progress bars")
     run.add_argument("--json", action="store_true", help="print the profile as JSON instead of the table")
@@ -188,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     inspect = sub.add_parser("inspect", help="analyse a run folder, or an ETDump/ETRecord pair from anywhere")
     inspect_args.add_arguments(inspect)
+    _add_drift_threshold(inspect)
     inspect.set_defaults(func=_cmd_inspect)
 
     doctor = sub.add_parser("doctor", help="check this machine for what a board needs (the board file first)")

@@ -19,7 +19,7 @@ from hil.errors import HilError
 from hil.manifest import MANIFEST_NAME, Manifest, sha256_file
 
 # What the analysis of a run folder reads (hil.analysis.inspect_cmd), where present.
-ANALYSED = ("trace.etdump", "etrecord.bin", "model.pte", "serial.log", "simulation.json")
+ANALYSED = ("trace.etdump", "etrecord.bin", "model.pte", "serial.log", "simulation.json", "debug.bin")
 
 
 class EvidenceError(HilError):

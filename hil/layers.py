@@ -25,8 +25,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
                  "hil.validate.files", "hil.validate.fields")),
     ("configuration", ("hil.board_schema", "hil.config", "hil.options", "hil.inputs", "hil.capabilities")),
     ("target I/O", ("hil.road", "hil.probe")),
-    ("analysis", ("hil.manifest", "hil.evidence", "hil.validate", "hil.analysis")),
-    ("models and images", ("hil.aot", "hil.buffers", "hil.firmware")),
+    ("analysis", ("hil.manifest", "hil.evidence", "hil.validate", "hil.analysis", "hil.drift.report")),
+    ("models and images", ("hil.aot", "hil.buffers", "hil.firmware", "hil.drift")),
     # Which QEMU firmware a board file runs is a board's choice (hil.firmware.qemu_firmware).
     ("boards", ("hil.boards", "hil.board_console", "hil.lab", "hil.firmware.qemu_firmware")),
     ("judging", ("hil.regress",)),

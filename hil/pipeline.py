@@ -47,6 +47,8 @@ class RunRequest:
     jitter: float | None = None
     image_options: dict[str, Any] = field(default_factory=dict)
     wait: bool = False  # for another run holding out_dir, instead of failing at once
+    debug_outputs: bool = False  # record every operator's outputs and name the first that drifts (hil.drift)
+    drift_snr_db: float | None = None  # below it an operator drifts (None: hil.drift.gap.DEFAULT_SNR_DB)
     export_timeout_s: float | None = None  # for a user's model (hil.aot.isolated); default: board file, 600 s
 
 
@@ -99,7 +101,9 @@ def check_request(request: RunRequest, report: Callable[[str], None] | None = No
     if cfg.kind not in KINDS:
         raise BoardConfigError(f"board '{cfg.name}' ({cfg.source}): unknown kind '{cfg.kind}' (known: {', '.join(KINDS)})")
     inputs.check_counts(cfg, request.iterations, request.warmup)
-    plan = RunPlan(request.iterations, request.warmup)
+    plan = RunPlan(request.iterations, request.warmup, debug_outputs=request.debug_outputs)
+    if request.drift_snr_db is not None:
+        inputs.finite_number(request.drift_snr_db, "the drift threshold (SNR dB)")
     timeout = inputs.run_timeout(cfg, request.timeout_s)
     export_timeout = inputs.export_timeout(cfg, request.export_timeout_s)
     jitter = inputs.jitter(cfg, request.jitter)
@@ -165,6 +169,12 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checke
     from hil.firmware.qemu_firmware import RUNTIME_TICK_MHZ, choose_qemu_firmware, runtime_time_scale
 
     firmware = choose_qemu_firmware(cfg, checked.delegate, crafted=bool(request.image_options))
+    debug_options: dict[str, str] = {}
+    if request.debug_outputs:
+        from hil.drift import run_step
+
+        run_step.require_runtime(cfg, firmware.kind)
+        debug_options = run_step.image_options(cfg)
     if firmware.notice:
         (timer.report or log.warning)(firmware.notice)
     if firmware.kind == "runtime":
@@ -177,7 +187,7 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checke
         pte = request.out_dir / "model.pte"
         with timer.step("build_image", "build the QEMU runtime image (ExecuTorch on the emulated Cortex-M33)"):
             elf = build_runtime_image(pte, RuntimeSources.from_workspace(firmware.workspace), flatc=wheel_flatc(),
-                                      options={"HIL_SIM_NPU_CLOCK_MHZ": f"{npu_mhz:g}"})
+                                      options={"HIL_SIM_NPU_CLOCK_MHZ": f"{npu_mhz:g}", **debug_options})
         runs = checked.plan.runs
         truth = simulation_truth(pte, npu_mhz, RUNTIME_TICK_MHZ, runs) if checked.delegate == "neutron-sim" else None
         return PreparedImage(elf, scale, truth, firmware="runtime")
@@ -252,6 +262,10 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
         if compiled.extra.get("conversion_log"):
             atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
         provenance["model_memory"] = inputs.check_model_fits(request.board, out / "model.pte")
+        if request.debug_outputs:  # refused here, before any image is built, when the outputs would not fit
+            from hil.drift.debug_size import check_debug_fits
+
+            provenance["debug_buffer"] = check_debug_fits(request.board, out / "model.pte", checked.plan.runs)
         prepared = _prepare_image(request, compiled, checked, timer)
         image, simulation = prepared.elf, prepared.simulation
         # The QEMU runtime image really runs the program; replays and simulated boards say so.
@@ -279,11 +293,16 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
                 console=console,
                 pte_path=out / "model.pte",
             )
+        drift: dict[str, Any] = {}
+        if request.debug_outputs:
+            drift = {"drift": _drift(out, compiled, capture, checked, request, timer)}
+            provenance.update(drift_snr_db=drift["drift"]["threshold_snr_db"], drift_inputs=drift["drift"]["inputs"])
         if request.board.kind == "qemu":
             from hil.firmware.qemu_firmware import annotations
 
             provenance["annotations"] = annotations(request.board, prepared.firmware, simulation)
-        profile = finish_profile(built, warmup=request.warmup, delegate=delegate, **provenance.get("annotations", {}))
+        profile = finish_profile(built, warmup=request.warmup, delegate=delegate, **drift,
+                                 **provenance.get("annotations", {}))
         profile = profile.replace(harness_steps_s={**timer.seconds, **capture.steps_s})
         folder.write_profile(profile)
         _write_trace(out, report)
@@ -334,6 +353,21 @@ def _write_manifest_last(folder: RunFolder, provenance: dict[str, Any]) -> None:
             raise WriteError.from_os(exc, folder.path / "manifest.json") from exc
         return
     out_folder.settled(folder.path)
+
+
+def _drift(out: Path, compiled: CompiledModel, capture: RunCapture, checked: CheckedRequest, request: RunRequest,
+           timer: StepTimer) -> dict[str, Any]:
+    """The `drift` section (hil.drift): every operator's outputs against the ETRecord's reference graph."""
+    from hil.drift import run_step
+    from hil.drift.gap import DEFAULT_SNR_DB
+
+    threshold = DEFAULT_SNR_DB if request.drift_snr_db is None else request.drift_snr_db
+    with timer.step("drift", "compare every operator's outputs with the ETRecord (numeric gap)"):
+        # The inputs written into the target, when the plan carries any (hil.numerics); else its fill byte.
+        written = getattr(checked.plan, "inputs", None)
+        return run_step.analyse(out, compiled, capture.debug_buffer, runs=checked.plan.runs, threshold_db=threshold,
+                                simulated_npu=checked.delegate == "neutron-sim", inputs=written, figures={
+                                    "debug_buffer_bytes": request.board.get("memory.debug_buffer_bytes")})
 
 
 def _write_trace(out: Path, report: Callable[[str], None] | None) -> None:

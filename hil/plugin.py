@@ -64,6 +64,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--hil-iterations", type=int, metavar="N", help=option_help("hil_iterations", f"inferences profiled per run (default {DEFAULT_ITERATIONS})"))
     group.addoption("--hil-timeout", type=float, metavar="S",
                     help=option_help("hil_timeout", "seconds allowed per board run (default: the board file's)"))
+    group.addoption("--hil-debug-outputs", action="store_true", default=False,
+                    help="record every operator's outputs on the target and name the first that drifts (hil.drift)")
+    group.addoption("--hil-drift-snr-db", type=float, default=None, metavar="DB",
+                    help="with --hil-debug-outputs: an operator below this SNR drifts (default 40)")
     add_ini(parser)
     for opt in OVERRIDES:
         group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar, help=opt.help)
@@ -202,6 +206,8 @@ def hil_profile(
         options.setdefault("iterations", config.getoption("hil_iterations"))
         options.setdefault("timeout_s", config.getoption("hil_timeout"))
         options.setdefault("warmup", config.getoption("hil_warmup"))
+        options.setdefault("debug_outputs", bool(config.getoption("hil_debug_outputs")))
+        options.setdefault("drift_snr_db", config.getoption("hil_drift_snr_db"))
         board = options.pop("board", None) or _board_for(request, hil_board_config)
         if subdir is not None:
             out = artifacts_subfolder(hil_artifacts_dir, subdir)

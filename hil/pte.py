@@ -59,15 +59,20 @@ def load_program(pte: Path | bytes) -> tuple[Any, str, int]:
     return program, where, len(data)
 
 
-def read_program(pte: Path | bytes, method: str = "forward") -> ProgramInfo:
-    """Decode `pte` and describe `method`; a file that is not a program raises AnalysisError naming it."""
-    from executorch.exir.schema import DelegateCall, KernelCall
-
+def method_plan(pte: Path | bytes, method: str = "forward") -> Any:
+    """The execution plan of `method` in `pte`; AnalysisError naming the file when it is not a program or lacks it."""
     program, where, _ = load_program(pte)
     plans = {plan.name: plan for plan in program.execution_plan}
     if method not in plans:
         raise AnalysisError(f"{where} has no method '{method}' (methods: {', '.join(plans)})")
-    plan = plans[method]
+    return plans[method]
+
+
+def read_program(pte: Path | bytes, method: str = "forward") -> ProgramInfo:
+    """Decode `pte` and describe `method`; a file that is not a program raises AnalysisError naming it."""
+    from executorch.exir.schema import DelegateCall, KernelCall
+
+    plan = method_plan(pte, method)
     instructions = []
     for instruction_id, ins in enumerate(plan.chains[0].instructions):
         args = ins.instr_args

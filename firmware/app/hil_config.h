@@ -44,6 +44,31 @@
 #define HIL_ETDUMP_FIXED_BYTES 16384U
 #endif
 
+/*
+ * Intermediate outputs (`--hil-debug-outputs`): with a size > 0, ETDumpGen gets a debug buffer of
+ * this many bytes at the intermediate-outputs level, so every kernel's out tensors (and the
+ * program's outputs) of every run are copied there, 64-byte aligned, and the ETDump's debug
+ * events point into it. 0: no buffer, no debug events (the profiling image). The harness sizes it
+ * from the board file and refuses a program whose runs would not fit before flashing
+ * (hil.drift.debug_size).
+ */
+#ifndef HIL_DEBUG_BUFFER_SIZE
+#define HIL_DEBUG_BUFFER_SIZE 0U
+#endif
+
+/*
+ * ETDump events per instruction that max_traced_runs() reserves: a profiling event for the
+ * instruction and one for its operator; with the debug buffer, room for two more (the debug
+ * events of an operator's out tensors: max_pool2d_with_indices has two).
+ */
+#ifndef HIL_ETDUMP_EVENTS_PER_INSTRUCTION
+#if HIL_DEBUG_BUFFER_SIZE > 0
+#define HIL_ETDUMP_EVENTS_PER_INSTRUCTION 4U
+#else
+#define HIL_ETDUMP_EVENTS_PER_INSTRUCTION 2U
+#endif
+#endif
+
 /* Every byte of every tensor input is set to this value (0: all-zero inputs). */
 #ifndef HIL_INPUT_FILL_BYTE
 #define HIL_INPUT_FILL_BYTE 0x00

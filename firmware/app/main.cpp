@@ -7,7 +7,9 @@
  * hold), runs warm-up + iterations inferences, each on the same inputs, and hands the ETDump to
  * the harness: it prints the line protocol (firmware/common/hil_protocol.h), publishes {buf, size}
  * in `hil_etdump_result` and calls `hil_etdump_ready()`, where the harness's debugger stops and
- * dumps the bytes. What differs between boards is behind board_glue.h.
+ * dumps the bytes. Built with HIL_DEBUG_BUFFER_SIZE > 0 (hil_config.h) it also records every
+ * operator's outputs in a debug buffer, published in `hil_debug_result` beside the ETDump. What
+ * differs between boards is behind board_glue.h.
  */
 #include <cstdint>
 
@@ -35,6 +37,7 @@ using executorch::etdump::ETDumpGen;
 using executorch::etdump::ETDumpResult;
 using executorch::extension::BufferDataLoader;
 using executorch::runtime::Error;
+using executorch::runtime::EventTracerDebugLogLevel;
 using executorch::runtime::HierarchicalAllocator;
 using executorch::runtime::MemoryManager;
 using executorch::runtime::Method;
@@ -49,6 +52,10 @@ alignas(16) HIL_IN_POOL_SECTION uint8_t g_method_pool[HIL_METHOD_POOL_SIZE];
 alignas(16) HIL_IN_POOL_SECTION uint8_t g_temp_pool[HIL_TEMP_POOL_SIZE];
 alignas(16) HIL_IN_POOL_SECTION uint8_t g_etdump_buffer[HIL_ETDUMP_BUFFER_SIZE];
 uint32_t g_inference_us[HIL_MAX_RUNS];
+#if HIL_DEBUG_BUFFER_SIZE > 0
+// 64-byte aligned as ETDumpGen's data sink aligns each tensor: offsets then follow from the program alone.
+alignas(64) HIL_IN_POOL_SECTION uint8_t g_debug_buffer[HIL_DEBUG_BUFFER_SIZE];
+#endif
 
 /* Says what failed on the console and ends the program (the harness then sees no breakpoint). */
 int fail(const char* what, Error err) {
@@ -72,6 +79,35 @@ void print_allocator(const char* name, const hil::PeakAllocator& a) {
   hil_printf(HIL_FMT_ALLOCATOR_ADDR, name, addr(a.base_address()),
              addr(a.base_address() + total));
   print_usage(name, total, static_cast<unsigned>(a.peak_size()));
+}
+
+/*
+ * Intermediate outputs (HIL_DEBUG_BUFFER_SIZE > 0): ETDumpGen copies every kernel's out tensors and
+ * the program's outputs into the debug buffer. Without a buffer, nothing: the profiling image.
+ */
+bool enable_debug_outputs(ETDumpGen& etdump) {
+#if HIL_DEBUG_BUFFER_SIZE > 0
+  if (!etdump.set_debug_buffer(Span<uint8_t>(g_debug_buffer, sizeof(g_debug_buffer))).ok()) {
+    return false;
+  }
+  etdump.set_event_tracer_debug_level(EventTracerDebugLogLevel::kIntermediateOutputs);
+#else
+  (void)etdump;
+#endif
+  return true;
+}
+
+/* Publish the debug buffer's used bytes (and print them, with their CRC-32) before the ETDump's breakpoint. */
+void publish_debug_outputs(ETDumpGen& etdump) {
+#if HIL_DEBUG_BUFFER_SIZE > 0
+  const size_t used = etdump.get_data_sink()->get_used_bytes();
+  print_usage("debug_buffer", static_cast<unsigned>(sizeof(g_debug_buffer)), static_cast<unsigned>(used));
+  hil_printf(HIL_FMT_DEBUG_BUF, addr(g_debug_buffer), static_cast<unsigned>(used),
+             static_cast<unsigned>(hil_crc32(g_debug_buffer, used)));
+  hil_publish_debug_buffer(g_debug_buffer, used);
+#else
+  (void)etdump;
+#endif
 }
 
 /* Microseconds between two PAL tick readings, by the same ratio the ETDump uses, to the nearest. */
@@ -136,6 +172,9 @@ int main(void) {
   MemoryManager memory_manager(&method_allocator, planned.get(), &temp_allocator);
 
   ETDumpGen etdump(Span<uint8_t>(g_etdump_buffer, sizeof(g_etdump_buffer)));
+  if (!enable_debug_outputs(etdump)) {
+    return fail("ETDumpGen::set_debug_buffer", Error::InvalidArgument);
+  }
   Result<Method> method =
       program->load_method(method_name.get(), &memory_manager, &etdump);
   if (!method.ok()) {
@@ -196,6 +235,7 @@ int main(void) {
     return fail("get_etdump_data (no ETDump: is ET_EVENT_TRACER_ENABLED set?)",
                 Error::NotFound);
   }
+  publish_debug_outputs(etdump);  // its lines first: the harness reads the debug buffer first
   // What of the ETDump buffer this run's dump takes (the harness reads it with the allocators).
   print_usage("etdump_buffer", static_cast<unsigned>(sizeof(g_etdump_buffer)), static_cast<unsigned>(result.size));
   hil_printf(HIL_FMT_RESULT_BUF, addr(result.buf), static_cast<unsigned>(result.size),

@@ -157,7 +157,7 @@ uint32_t max_traced_runs(const MethodMeta& meta, size_t buffer_bytes, uint32_t l
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
   const size_t instructions = meta.num_instructions();
 #pragma GCC diagnostic pop
-  const size_t events = 2U * instructions + 1U;
+  const size_t events = HIL_ETDUMP_EVENTS_PER_INSTRUCTION * instructions + 1U;
   const size_t per_run = HIL_ETDUMP_RUN_BYTES + events * HIL_ETDUMP_EVENT_BYTES;
   if (buffer_bytes <= HIL_ETDUMP_FIXED_BYTES) {
     return 0U;

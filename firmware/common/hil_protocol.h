@@ -55,6 +55,8 @@
  * or flags unless built with PRINTF_ADVANCED_ENABLE.
  */
 #define HIL_FMT_RESULT_BUF "Result buf: 0x%x, size: %u, crc32: 0x%x" HIL_EOL
+/* The same for the debug buffer of an image built with one (HIL_DEBUG_BUFFER_SIZE > 0), printed first. */
+#define HIL_FMT_DEBUG_BUF "Debug buf: 0x%x, size: %u, crc32: 0x%x" HIL_EOL
 #define HIL_MSG_PROGRAM_COMPLETE "Program complete, exiting." HIL_EOL
 
 /* Failure: what failed and the ExecuTorch error code (or 0); then the firmware stops. */
@@ -64,6 +66,7 @@
 /* The names the debugger looks for (board files: debug.breakpoint, debug.result_expr). */
 #define HIL_BREAKPOINT_SYMBOL "hil_etdump_ready"
 #define HIL_RESULT_SYMBOL "hil_etdump_result"
+#define HIL_DEBUG_RESULT_SYMBOL "hil_debug_result"
 #define HIL_CONFIG_BREAKPOINT_SYMBOL "hil_config_ready"
 #define HIL_RUN_CONFIG_SYMBOL "hil_run_config"
 

@@ -12,6 +12,7 @@
  * replay image relies on exactly that to build its no-handshake variant).
  */
 __attribute__((used)) volatile struct hil_etdump_result_t hil_etdump_result;
+__attribute__((used)) volatile struct hil_etdump_result_t hil_debug_result;
 __attribute__((used)) volatile struct hil_run_config_t hil_run_config = {0u, 0u, 0u, HIL_MAX_RUNS};
 
 /*
@@ -50,4 +51,10 @@ void hil_publish_etdump(void *buf, size_t size)
     hil_etdump_result.buf = buf;
     hil_etdump_result.size = size;
     hil_etdump_ready();
+}
+
+void hil_publish_debug_buffer(void *buf, size_t size)
+{
+    hil_debug_result.buf = buf;
+    hil_debug_result.size = size;
 }

@@ -10,7 +10,9 @@
  *    console's `Run config:` line against what it wrote.
  * 2. ETDump ready (after the last inference). The debugger stops at `hil_etdump_ready` (the default
  *    breakpoint of the board files) and reads `hil_etdump_result.buf` / `.size` (the default result
- *    expression) to dump the ETDump.
+ *    expression) to dump the ETDump. An image with a debug buffer (HIL_DEBUG_BUFFER_SIZE > 0, the
+ *    intermediate outputs) has published `hil_debug_result.buf` / `.size` (the bytes used) by then
+ *    too, and the harness dumps those beside the ETDump; otherwise they are {NULL, 0}.
  *
  * All names are fixed; a firmware defines them exactly once (see hil_result.c).
  */
@@ -52,6 +54,9 @@ struct hil_etdump_result_t {
 
 extern volatile struct hil_etdump_result_t hil_etdump_result;
 
+/* The debug buffer the ETDump's debug events point into (same layout: buf, bytes used). */
+extern volatile struct hil_etdump_result_t hil_debug_result;
+
 /*
  * Stop at `hil_config_ready` for the harness, then take the configuration: returns 1 and sets
  * *iterations / *warmup when the harness wrote a valid one, 0 (outputs untouched) when nobody did,
@@ -65,6 +70,9 @@ void hil_config_ready(void);
 
 /* Publish {buf, size} and stop at the breakpoint (returns when the debugger continues). */
 void hil_publish_etdump(void *buf, size_t size);
+
+/* Publish the debug buffer's {buf, used bytes}; call it before hil_publish_etdump(). */
+void hil_publish_debug_buffer(void *buf, size_t size);
 
 /* The ETDump breakpoint: a real, never-inlined call. */
 void hil_etdump_ready(void);

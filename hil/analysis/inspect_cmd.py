@@ -47,6 +47,7 @@ class InspectRequest:
     ns: bool = False
     json: bool = False
     no_verify: bool = False
+    drift_snr_db: float | None = None  # a debug-output run's drift threshold (None: the run's own)
 
 
 def has_neutron_delegate(etrecord: Any) -> bool:
@@ -87,8 +88,9 @@ def _run_scale(folder: Path, manifest: Manifest) -> TimeScale:
     raise AnalysisError(f"{folder}: its manifest records no clock; inspect its files with --clock-mhz")
 
 
-def inspect_run(folder: Path) -> Profile:
-    """The profile of a run folder, made again from its files as `hil run` made it."""
+def inspect_run(folder: Path, drift_snr_db: float | None = None) -> Profile:
+    """The profile of a run folder, made again from its files as `hil run` made it; with a debug buffer
+    (a debug-output run), its `drift` section too, at `drift_snr_db` or the run's own threshold."""
     from hil.analysis.profile import build_profile
 
     run = RunFolder(Path(folder))
@@ -107,8 +109,13 @@ def inspect_run(folder: Path) -> Profile:
         pte_path=folder / "model.pte" if (folder / "model.pte").is_file() else None,
     )
     # What the run said beside the dump (its delegate, what ran on QEMU), as the run finished it.
-    return finish_profile(built, warmup=int(manifest.warmup or 0), delegate=manifest.delegate,
-                          **dict(manifest.annotations or {}))
+    profile = finish_profile(built, warmup=int(manifest.warmup or 0), delegate=manifest.delegate,
+                             **dict(manifest.annotations or {}))
+    if (folder / "debug.bin").is_file():
+        from hil.drift.run_step import drift_of_folder
+
+        profile = profile.replace(drift=drift_of_folder(folder, manifest, drift_snr_db))
+    return profile
 
 
 def _simulated(folder: Path, manifest: Manifest) -> bool:
@@ -153,10 +160,14 @@ def inspect_files(args: InspectRequest) -> int:
     from hil.analysis.inspect_args import check
 
     check(args)  # paths that do not exist, a clock that is no positive number: refused before any work
+    if getattr(args, "drift_snr_db", None) is not None:
+        from hil.inputs import finite_number
+
+        finite_number(args.drift_snr_db, "--drift-snr-db")
     path = Path(args.path)
     if path.is_dir():
         unverified = _verify(path, args.no_verify)
-        profile = inspect_run(path)
+        profile = inspect_run(path, args.drift_snr_db)
         profile = profile.replace(warnings=[*unverified, *profile.warnings])
     else:
         if args.etrecord is None:

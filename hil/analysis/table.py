@@ -14,6 +14,7 @@ from typing import Any
 from hil.analysis.events import short_op as _short_op
 from hil.analysis.profile_model import Event, Profile, as_profile
 from hil.analysis.totals import main_method
+from hil.drift.report import drift_lines
 
 _COLUMNS = (("event", 30), ("kind", 15), ("op types", 29), ("p50 {unit}", 13), ("share", 7))
 _TOTAL_LABELS = (
@@ -118,6 +119,7 @@ def format_table(profile: Profile | Mapping[str, Any]) -> str:
         lines.append(f"console inference time: {times} us")
     if profile.delegated_outputs:
         lines.append(f"note: {profile.delegated_outputs}")
+    lines += drift_lines(profile)
     for label, texts in (("note", profile.notes), ("warning", profile.warnings)):
         for text in texts:
             lines += textwrap.wrap(f"{label}: {text}", 100, subsequent_indent="  ")

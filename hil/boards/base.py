@@ -26,6 +26,8 @@ class RunCapture:
     crc32: dict[str, Any] | None = None
     # What the board noticed and dealt with (a retried flash, a stale lock or debug server ended).
     notes: list[str] = field(default_factory=list)
+    # The debug buffer of intermediate outputs, when the plan asked for it (hil.drift.readout).
+    debug_buffer: bytes | None = None
 
 
 class Board(Protocol):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
+from hil.drift.readout import DEBUG_FILE, read_out_debug_buffer
 from hil.errors import BoardConfigError, TargetError, TargetFault, TimeoutExpired
 from hil.progress import Progress
 from hil.road.capture import RunContext, raise_if_fault, read_out_etdump
@@ -122,6 +123,10 @@ class QemuBoard:
             with self._step("run_to_breakpoint", f"run {plan.describe()} to {self.cfg.breakpoint}"):
                 gdb.reset(str(self.cfg.get("qemu.reset_monitor", "system_reset")))
                 run_planned(gdb, ctx, plan, deadline, rebuild=REBUILD_HINT)
+            debug = None
+            if plan.debug_outputs:  # its console line comes first, so it is read first
+                with self._step("read_debug_buffer", "read the debug outputs out of the target's RAM"):
+                    debug = read_out_debug_buffer(gdb, ctx, self.cfg.ram_regions, self.workdir / DEBUG_FILE)
             with self._step("read_etdump", "read the ETDump out of the target's RAM"):
                 result, etdump = read_out_etdump(
                     gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.etdump_path
@@ -138,6 +143,7 @@ class QemuBoard:
             steps_s=dict(self.steps_s),
             crc32=result.crc_record(etdump),
             exit_code=exit_code,
+            debug_buffer=debug,
         )
 
     def close(self) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
+from hil.drift.readout import DEBUG_FILE, read_out_debug_buffer
 from hil.errors import BoardConfigError, HilError, TargetError
 from hil.options import OVERRIDES
 from hil.progress import Progress
@@ -180,6 +181,9 @@ class Rt700Board:
                 # At least a second: a slow gdbserver start must not leave the target no time at all.
                 run_planned(self._gdb, ctx, plan, max(deadline, time.monotonic() + 1.0), rebuild=REBUILD_HINT)
             with self.timer.step("read_etdump", "read the ETDump out of the target's RAM"):
+                debug = None
+                if plan.debug_outputs:  # its console line comes first, so it is read first
+                    debug = read_out_debug_buffer(self._gdb, ctx, self.cfg.ram_regions, self.workdir / DEBUG_FILE)
                 result, etdump = read_out_etdump(
                     self._gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.workdir / "trace.etdump"
                 )
@@ -202,6 +206,7 @@ class Rt700Board:
             crc32=result.crc_record(etdump),
             exit_code=None,  # a bare-metal board has no exit status
             notes=list(self.notes),
+            debug_buffer=debug,
         )
 
     def _close_parts(self, *attrs: str) -> None:

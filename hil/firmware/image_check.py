@@ -40,7 +40,7 @@ MODEL_ALIGN = 16  # hil.firmware.model_array aligns the array to 16 bytes
 # Fixed text of the line-protocol formats (firmware/common/hil_protocol.h): a string holding one is ours.
 PROTOCOL_MARKERS = (
     "Result buf:", "Run config:", "Inference time:", "Core/NPU Frequency:", "Model Size:", "Model Addr:",
-    " Addr: ", "_used: Total", "HIL error:", "Setting up planned buffer", "Model buffer loaded",
+    " Addr: ", "_used: Total", "Debug buf:", "HIL error:", "Setting up planned buffer", "Model buffer loaded",
     "Running method", "outputs:", "et-hil profiling firmware",
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

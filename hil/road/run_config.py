@@ -38,6 +38,8 @@ class RunPlan:
 
     iterations: int
     warmup: int = 0
+    # Read the debug buffer of intermediate outputs beside the ETDump (an image built with one: hil.drift).
+    debug_outputs: bool = False
 
     def __post_init__(self) -> None:
         whole_number(self.iterations, "iterations", at_least=1)
@@ -49,7 +51,8 @@ class RunPlan:
         return self.iterations + self.warmup
 
     def describe(self) -> str:
-        return f"iterations {self.iterations}, warm-up {self.warmup}"
+        debug = ", debug outputs" if self.debug_outputs else ""
+        return f"iterations {self.iterations}, warm-up {self.warmup}{debug}"
 
 
 def run_planned(

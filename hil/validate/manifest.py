@@ -18,8 +18,9 @@ from hil.validate.profile import check_time_scale
 
 MANIFEST_SCHEMA_PREFIX = "et-hil/manifest/"
 TEXTS = ("board", "model", "model_name", "delegate", "status", "error", "error_kind", "written_at", "git_commit",
-         "firmware", "firmware_sha256", "firmware_kind", "board_file", "board_file_sha256", "probe_id", "fault")
-OBJECTS = ("annotations", "versions", "model_memory", "project_commit", "steps_s")
+         "firmware", "firmware_sha256", "firmware_kind", "board_file", "board_file_sha256", "probe_id", "fault",
+         "drift_inputs")
+OBJECTS = ("annotations", "versions", "model_memory", "project_commit", "steps_s", "debug_buffer")
 SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -37,6 +38,8 @@ def check_manifest(data: Any, path: Path | str) -> dict[str, Any]:
     fields.whole(manifest.get("iterations"), "iterations")
     fields.whole(manifest.get("warmup"), "warmup")
     fields.flag(manifest.get("simulated"), "simulated")
+    fields.number(manifest.get("drift_snr_db"), "drift_snr_db")  # a debug-output run's threshold (hil.drift)
+    fields.whole((manifest.get("debug_buffer") or {}).get("runs"), "debug_buffer.runs", at_least=1)
     check_time_scale(fields, manifest.get("time_scale"), "time_scale")
     fields.entries(manifest.get("files"), "files", lambda entry, name: _file(fields, entry, name))
     crc = fields.mapping(manifest.get("etdump_crc32"), "etdump_crc32")
