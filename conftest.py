@@ -8,3 +8,38 @@ from pathlib import Path
 # The test suite keeps its own cache inside the checkout (gitignored), so a fresh clone starts cold
 # and a user's cache never hides a broken export.
 os.environ.setdefault("HIL_CACHE_DIR", str(Path(__file__).resolve().parent / ".hil-cache"))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Every profile.json the session's runs wrote reads back and writes again byte for byte.
+
+    The files the harness wrote (laid out as hil.atomic.write_json lays them out) must come back from
+    `Profile.from_json(...).to_json()` unchanged; files a test wrote its own way are not the harness's
+    and are left alone. A difference fails the session, naming the file.
+    """
+    import json
+
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    try:
+        base = factory.getbasetemp() if factory is not None else None
+    except (OSError, ValueError):
+        base = None
+    if base is None or not Path(base).is_dir():
+        return
+    from hil.analysis.profile_model import Profile
+
+    broken = []
+    for path in sorted(Path(base).rglob("profile.json")):
+        raw = path.read_bytes()
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(data, dict) or (json.dumps(data, indent=2) + "\n").encode() != raw:
+            continue
+        if (json.dumps(Profile.from_json(data).to_json(), indent=2) + "\n").encode() != raw:
+            broken.append(str(path))
+    if broken:
+        session.config.get_terminal_writer().line(
+            "profile.json that Profile does not write back byte for byte:\n  " + "\n  ".join(broken), red=True)
+        session.exitstatus = 1

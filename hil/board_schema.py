@@ -1,10 +1,10 @@
 """The schema of a board file: every section and key the harness knows, with its type and limits.
 
-Why a table and not `cfg.get(key, default)` alone: a misspelt key (`clock_mz`) or section
-(`[qemuu]`) used to be read as "absent", so the default won silently and the run died much later
-(a `ZeroDivisionError` from a clock of 0, a string timeout in a `time.monotonic() + timeout`).
-Every board file is checked against this table when it is read, and every error names the file,
-the key and what was expected.
+Why a table and not `cfg.get(key, default)` alone: read that way, a misspelt key (`clock_mz`) or
+section (`[qemuu]`) is "absent", the default wins silently and the run dies much later (a
+`ZeroDivisionError` from a clock of 0, a string timeout in a `time.monotonic() + timeout`). Every
+board file is checked against this table when it is read, and every error names the file, the key
+and what was expected.
 
 To add a key: one line in `SCHEMA` under its section. A section whose value is `FREE` is passed
 through unchecked (e.g. `[pyocd.options]`, handed to pyOCD as session options). Keys marked
@@ -14,13 +14,12 @@ folder when it is read (see hil.config).
 
 from __future__ import annotations
 
-import math
-
 import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hil.checks import is_int, is_number, within
 from hil.errors import BoardConfigError
 
 
@@ -33,13 +32,7 @@ class Setting:
     path: bool = False
 
 
-def _is_number(value: Any) -> bool:
-    """A real, finite number: TOML's inf and nan are no clock, timeout or jitter."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+_is_number, _is_int = is_number, is_int  # TOML's inf and nan are no clock, timeout or jitter (hil.checks)
 
 
 def text(*, non_empty: bool = False) -> Setting:
@@ -59,8 +52,7 @@ def number(*, above: float | None = None, at_least: float | None = None, below: 
     words = " and ".join(x for x in limits if x)
 
     def valid(v: Any) -> bool:
-        return (_is_number(v) and (above is None or v > above) and (at_least is None or v >= at_least)
-                and (below is None or v < below))
+        return _is_number(v) and within(v, above=above, at_least=at_least, below=below)
 
     return Setting(f"a number {words}".strip(), valid)
 

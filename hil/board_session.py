@@ -21,11 +21,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hil import atomic
+from hil.analysis.profile_model import Profile
 from hil.board_console import DEFAULT_EXPECT_TIMEOUT_S, Console
 from hil.boards import open_board
 from hil.config import BoardConfig
 from hil.errors import TargetError
+from hil.run_folder import RunFolder, finish_profile, finish_session, is_simulated
 from hil.road.capture import RunContext, read_out_etdump, run_to_breakpoint
 from hil.road.gdbmi import GdbMiSession
 from hil.road.run_config import CONFIG_SYMBOL, RunPlan, check_echo, configure_run
@@ -95,7 +96,7 @@ class BoardSession:
                                   self.workdir / "trace.etdump")
         return data
 
-    def profile(self, etrecord: Path | str, *, model: str | None = None, pte: Path | str | None = None) -> dict[str, Any]:
+    def profile(self, etrecord: Path | str, *, model: str | None = None, pte: Path | str | None = None) -> Profile:
         """Profile the ETDump just read against `etrecord`; writes profile.json and manifest.json.
 
         Ticks are read as cycles of the board's clock (the RT700 runtime's PAL ticks, and the QEMU
@@ -103,21 +104,18 @@ class BoardSession:
         """
         from hil.analysis.console import parse_console
         from hil.analysis.profile import TimeScale, build_profile
-        from hil.manifest import sha256_file, write_manifest
 
         etdump = self.workdir / "trace.etdump"
         if not etdump.is_file():
             raise TargetError(f"board '{self.cfg.name}': profile() before read_etdump(): no {etdump}")
         _, serial = self._need()
         time.sleep(0.1)  # the console lines printed with the result, if the firmware prints any
-        result = build_profile(etdump, etrecord, board=self.cfg.name, model=model or Path(self._image or "image").stem,
-                               simulated=self.cfg.kind != "rt700", time_scale=TimeScale.core_cycles(self.cfg.clock_mhz),
-                               console=parse_console(serial.text), pte_path=pte)
-        atomic.write_json(self.workdir / "profile.json", result)
-        write_manifest(self.workdir, {"model": result.get("model"), "board": self.cfg.name, "status": "passed",
-                                      "firmware": str(self._image), "firmware_sha256": sha256_file(self._image),
-                                      "board_file": str(self.cfg.source) if self.cfg.source else None})
-        return result
+        scale = TimeScale.core_cycles(self.cfg.clock_mhz)
+        built = build_profile(etdump, etrecord, board=self.cfg.name, model=model or Path(self._image or "image").stem,
+                              simulated=is_simulated(self.cfg.kind), time_scale=scale,
+                              console=parse_console(serial.text), pte_path=pte)
+        assert self._image is not None  # _need() passed: an image was flashed
+        return finish_session(RunFolder(self.workdir), self.cfg, finish_profile(built), self._image, scale)
 
     def close(self) -> None:
         """Stop the board's processes and ports; safe to call twice."""

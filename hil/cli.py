@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from hil.config import BoardConfig, load_board_config
+from hil.defaults import DEFAULT_ITERATIONS
 from hil.errors import AnalysisError, HilError, InputError, ModelError, WriteError
 from hil.options import OVERRIDES, overrides_from
 
@@ -104,7 +105,7 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
         print(f"hil run: {exc}{kept}", file=sys.stderr)
         return exit_code_for(exc)
     if args.json:
-        print(json.dumps({"artifacts": str(result.out_dir), "profile": result.profile}, indent=2))
+        print(json.dumps({"artifacts": str(result.out_dir), "profile": result.profile.to_json()}, indent=2))
         return EXIT_OK
     print(format_table(result.profile))
     print(f"\nartifacts: {result.out_dir}")
@@ -114,7 +115,7 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     """The AOT step alone: what a bench needs before it can build the firmware."""
     from hil import atomic
-    from hil.aot.isolated import DEFAULT_EXPORT_TIMEOUT_S, export_isolated
+    from hil.aot.isolated import DEFAULT_EXPORT_TIMEOUT_S, export_isolated  # the default: hil.defaults
     from hil.aot.models import resolve_spec
     from hil.inputs import finite_number, writable_folder
     from hil.out_folder import named_folder
@@ -134,9 +135,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from hil.analysis.inspect_cmd import inspect_files
+    from hil.analysis.inspect_cmd import InspectRequest, inspect_files
 
-    return inspect_files(args)
+    return inspect_files(InspectRequest(args.path, args.etrecord, args.pte, args.clock_mhz, args.board_config, args.ns,
+                                        args.json, args.no_verify, getattr(args, "drift_snr_db", None)))
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -147,9 +149,9 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_image(args: argparse.Namespace) -> int:
-    from hil.firmware.image_check import run
+    from hil.firmware.image_check import run_command
 
-    return run(args)
+    return run_command(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -165,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", required=True, metavar="MODEL",
                      help="built-in name (cifar10, ds_cnn, ...) or path/to/file.py:factory")
     run.add_argument("--out", required=True, metavar="DIR", help="folder for the run's artifacts")
-    run.add_argument("--iterations", type=int, default=5, metavar="N", help="inferences profiled (default 5)")
+    run.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS, metavar="N",
+                     help=f"inferences profiled (default {DEFAULT_ITERATIONS})")
     run.add_argument("--warmup", type=int, default=0, metavar="W", help="inferences run first and not counted")
     run.add_argument("--timeout", type=float, default=None, metavar="S",
                      help="seconds for the board run (default: board file)")
@@ -224,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     sources.add_arguments(firmware_sources)
     firmware_sources.set_defaults(func=sources.run)
 
-    from hil.regress.commands import add_regression_commands
+    from hil.cli_regress import add_regression_commands
 
     add_regression_commands(sub)
     return parser

@@ -23,7 +23,8 @@ from typing import Any
 
 from hil.board_schema import path_keys, validate
 from hil.errors import BoardConfigError, InputError
-from hil.inputs import finite_number
+from hil.checks import finite_number
+from hil.defaults import DEFAULT_FAULT_HANDLERS
 from hil.paths import BOARDS_DIR
 
 BOARDS_ENV = "HIL_BOARDS_DIR"
@@ -95,9 +96,7 @@ class BoardConfig:
     @property
     def fault_handlers(self) -> tuple[str, ...]:
         """`debug.fault_handlers`: the fault handlers the debugger breaks on to examine a fault
-        (default: the CMSIS / MCUXpresso names, hil.road.forensics.DEFAULT_FAULT_HANDLERS)."""
-        from hil.road.forensics import DEFAULT_FAULT_HANDLERS
-
+        (default: the CMSIS / MCUXpresso names, hil.defaults.DEFAULT_FAULT_HANDLERS)."""
         names = self.get("debug.fault_handlers", list(DEFAULT_FAULT_HANDLERS))
         if not isinstance(names, list) or not all(isinstance(n, str) and n.isidentifier() for n in names):
             raise BoardConfigError(

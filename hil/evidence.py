@@ -11,11 +11,12 @@ mismatch is an EvidenceError (exit 3) naming the file. `--no-verify` skips the c
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from hil.errors import HilError
-from hil.manifest import MANIFEST_NAME, sha256_file
+from hil.manifest import MANIFEST_NAME, Manifest, sha256_file
 
 # What the analysis of a run folder reads (hil.analysis.inspect_cmd), where present.
 ANALYSED = ("trace.etdump", "etrecord.bin", "model.pte", "serial.log", "simulation.json", "debug.bin")
@@ -33,10 +34,11 @@ def _crc32(path: Path) -> str:
     return f"0x{crc:08x}"
 
 
-def verify_run_folder(folder: Path, manifest: dict[str, Any]) -> list[str]:
+def verify_run_folder(folder: Path, manifest: Manifest | Mapping[str, Any]) -> list[str]:
     """Raise EvidenceError naming the first file that does not match; return the names verified."""
     folder = Path(folder)
-    listed = manifest.get("files") or {}
+    manifest = Manifest.from_json(manifest)
+    listed = manifest.files
     where = folder / MANIFEST_NAME
     checked = []
     for name in ANALYSED:
@@ -53,8 +55,7 @@ def verify_run_folder(folder: Path, manifest: dict[str, Any]) -> list[str]:
             raise EvidenceError(f"{path}: sha256 {actual[:16]}... differs from {where}'s {str(entry.get('sha256'))[:16]}...: "
                                 "the file changed after the run")
         checked.append(name)
-    crc = manifest.get("etdump_crc32") or {}
-    board_crc = crc.get("firmware") if crc.get("checked") else None
+    board_crc = manifest.board_crc32
     dump = folder / "trace.etdump"
     if board_crc and dump.is_file() and _crc32(dump) != str(board_crc).lower():
         raise EvidenceError(f"{dump}: CRC-32 {_crc32(dump)} differs from the {board_crc} the board printed for its ETDump")

@@ -1,9 +1,10 @@
 """Every input of a run checked before any work: counts, times, paths, images and the model's size.
 
-Why up front: a bad value used to surface late and as a traceback (`--iterations 100000` after two
-minutes of simulation, `--jitter nan` deep in the cost model, `--out /proc/x` after the export), or not
-at all (`--timeout 0` silently became the board's default). Each check here raises InputError with
-one line naming the value, the limit and where the limit comes from; the CLI exits 2 for them.
+Why up front: checked where it is used, a bad value surfaces late and as a traceback (`--iterations
+100000` after two minutes of simulation, `--jitter nan` deep in the cost model, `--out /proc/x` after
+the export), or not at all (`--timeout 0` taken for "the board's default"). Each check here raises
+InputError with one line naming the value, the limit and where the limit comes from; the CLI exits 2
+for them. What a valid number is lives in hil.checks, shared with the board-file schema.
 
 The run-count limit is static: the image's real `max_runs` is only known once it runs (the
 run-configuration handshake reads it and still refuses a larger plan), but both et-hil firmwares
@@ -14,12 +15,13 @@ file states it as `[limits].max_runs` and a plan above it is refused before the 
 
 from __future__ import annotations
 
-import math
 import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hil.checks import finite_number, whole_number  # noqa: F401  (re-exported: the checks callers import here)
+from hil.defaults import DEFAULT_EXPORT_TIMEOUT_S
 from hil.errors import InputError
 
 if TYPE_CHECKING:
@@ -28,30 +30,6 @@ if TYPE_CHECKING:
 # HIL_MAX_RUNS's default in firmware/common/hil_result.h: what a board file without [limits] allows.
 DEFAULT_MAX_RUNS = 1000
 ELF_MAGIC = b"\x7fELF"
-
-
-def finite_number(value: Any, what: str, *, above: float | None = None, at_least: float | None = None,
-                  below: float | None = None) -> float:
-    """`value` as a float when it is a real, finite number within the bounds given; else InputError."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{what} must be a number, not {value!r}")
-    number = float(value)
-    if not math.isfinite(number):
-        raise InputError(f"{what} must be a finite number, not {value!r}")
-    if above is not None and not number > above:
-        raise InputError(f"{what} must be greater than {above:g}, not {value!r}")
-    if at_least is not None and not number >= at_least:
-        raise InputError(f"{what} must be at least {at_least:g}, not {value!r}")
-    if below is not None and not number < below:
-        raise InputError(f"{what} must be less than {below:g}, not {value!r}")
-    return number
-
-
-def whole_number(value: Any, what: str, *, at_least: int) -> int:
-    """`value` when it is an int (not a bool) >= `at_least`; else InputError."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < at_least:
-        raise InputError(f"{what} must be a whole number >= {at_least}, not {value!r}")
-    return value
 
 
 def max_runs(cfg: "BoardConfig") -> int:
@@ -81,11 +59,9 @@ def run_timeout(cfg: "BoardConfig", requested: Any) -> float:
 
 def export_timeout(cfg: "BoardConfig", requested: Any) -> float:
     """The seconds the export of a user's model may take: the request's, else `aot.export_timeout_s`,
-    else hil.aot.isolated's default."""
+    else hil.defaults's."""
     if requested is not None:
         return finite_number(requested, "export timeout (seconds)", above=0)
-    from hil.aot.isolated import DEFAULT_EXPORT_TIMEOUT_S
-
     return finite_number(cfg.get("aot.export_timeout_s", DEFAULT_EXPORT_TIMEOUT_S),
                          f"board '{cfg.name}': aot.export_timeout_s", above=0)
 

@@ -9,16 +9,78 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hil import atomic
 from hil.errors import AnalysisError
+from hil.json_record import EMPTY, JsonRecord
 from hil.paths import REPO_ROOT, in_checkout
 from hil.validate.manifest import check_manifest
 
 MANIFEST_NAME = "manifest.json"
+SCHEMA = "et-hil/manifest/1"
+
+
+def _empty() -> Mapping[str, Any]:
+    return EMPTY
+
+
+@dataclass(frozen=True, eq=False)
+class Manifest(JsonRecord):
+    """manifest.json, typed: where a run came from (provenance), how it ended, and the files it left.
+
+    Keys a run did not record (older runs, `hil_board` sessions) read as None; unknown keys are kept.
+    """
+
+    schema: str = SCHEMA
+    written_at: str | None = None
+    git_commit: str | None = None
+    model: str | None = None
+    model_name: str | None = None
+    board: str | None = None
+    board_kind: str | None = None
+    board_file: str | None = None
+    iterations: int | None = None
+    warmup: int | None = None
+    status: str | None = None
+    delegate: str | None = None
+    time_scale: Mapping[str, Any] | None = None
+    firmware: str | None = None
+    firmware_sha256: str | None = None
+    firmware_kind: str | None = None
+    simulated: bool | None = None
+    etdump_crc32: Mapping[str, Any] | None = None
+    annotations: Mapping[str, Any] | None = None
+    numerics: Mapping[str, Any] | None = None  # the outputs' check (hil.numerics): no dump holds it
+    error: str | None = None
+    versions: Mapping[str, Any] = field(default_factory=_empty)
+    files: Mapping[str, Mapping[str, Any]] = field(default_factory=_empty)
+    key_order: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+    null_keys: frozenset[str] = frozenset()
+
+    def file_sha256(self, name: str) -> str | None:
+        """The sha256 the run recorded for one of its files, None when it lists no such file."""
+        return (self.files.get(name) or {}).get("sha256")
+
+    @property
+    def board_crc32(self) -> str | None:
+        """The CRC-32 the firmware printed for its ETDump, when the run checked one."""
+        crc = self.etdump_crc32 or {}
+        return crc.get("firmware") if crc.get("checked") else None
+
+    @property
+    def is_simulated(self) -> bool:
+        """As the run recorded it; else by the board's kind (only an RT700 runs on silicon); runs that
+        recorded neither: by the board's name."""
+        if isinstance(self.simulated, bool):
+            return self.simulated
+        if self.board_kind is not None:
+            return self.board_kind != "rt700" and self.firmware_kind != "runtime"
+        return self.board != "rt700"
 
 
 def sha256_file(path: Path) -> str:
@@ -101,7 +163,7 @@ def write_manifest(folder: Path, provenance: dict[str, Any], names: Iterable[str
     appears in it.
     """
     manifest = {
-        "schema": "et-hil/manifest/1",
+        "schema": SCHEMA,
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "git_commit": git_commit(),  # et-hil's own commit (None when installed from a wheel)
         "project_commit": project_commit(),  # the commit of the project that ran et-hil
@@ -127,3 +189,8 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise AnalysisError(f"{path}: not a manifest: a JSON {type(data).__name__}, not an object")
     return check_manifest(data, path)
+
+
+def load_manifest(folder: Path) -> Manifest:
+    """manifest.json of a run folder as a Manifest (errors as `read_manifest`)."""
+    return Manifest.from_json(read_manifest(folder))

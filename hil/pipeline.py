@@ -22,24 +22,15 @@ from hil.aot.models import resolve_spec
 from hil.boards import KINDS, open_board
 from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
+from hil.analysis.profile_model import Profile
+from hil.defaults import DEFAULT_ITERATIONS
 from hil.errors import BoardConfigError, HilError, InputError, WriteError
 from hil.firmware.elf_model import check_image_carries
-from hil.manifest import sha256_file, write_manifest
+from hil.manifest import sha256_file
 from hil.numerics.check import SIM_NPU_REASON, RunInputs, numerics_section, skip_reason, write_outputs
-from hil.progress import Progress
-from hil.regress.stats import drop_warmup
-from hil.run_folder import RunFolderLock
+from hil.progress import Progress, Within
+from hil.run_folder import RUN_FILES, RunFolder, board_provenance, finish_profile, is_simulated  # noqa: F401
 from hil.steps import StepTimer
-
-DEFAULT_ITERATIONS = 5
-# What a run writes into its folder; a new run in the same folder starts by removing those an earlier
-# run wrote (hil.out_folder refuses any other), so logs that are appended to (serial.log, mi.log) never
-# mix two runs, and the manifest describes these alone. Nothing else in the folder is touched or hashed.
-RUN_FILES = (
-    "model.pte", "etrecord.bin", "trace.etdump", "serial.log", "mi.log", "qemu.log", "profile.json",
-    "simulation.json", "neutron_convert.log", "manifest.json", "error.txt", "trace.json", "fault.json",
-    "gdb-mi.log", "gdbserver.log", "export.log", "debug.bin", "outputs.pt",
-)
 
 
 @dataclass
@@ -67,7 +58,7 @@ class RunRequest:
 @dataclass
 class RunResult:
     out_dir: Path
-    profile: dict[str, Any]
+    profile: Profile  # a read-only mapping of profile.json too: run.profile["totals_us"]["method_execute"]
     compiled: CompiledModel
     capture: RunCapture
     steps_s: dict[str, float]
@@ -247,11 +238,11 @@ def run_profile(
     waits with `request.wait`. Inputs are checked before any work (hil.inputs).
     """
     out = inputs.writable_folder(out_folder.named_folder(request.out_dir))
-    say = report or log.warning
+    folder = RunFolder(out)
     try:
-        with RunFolderLock(out, wait=request.wait, report=say):
+        with folder.lock(wait=request.wait, report=report or log.warning):
             out_folder.claim(out, RUN_FILES)  # refuses files no run wrote; never deletes them
-            return _run_in(out, request, StepTimer(report, progress))
+            return _run_in(folder, request, StepTimer(report, progress))
     except OSError as exc:  # the lock or the journal on a full or read-only disk
         error = WriteError.if_write_error(exc, out)
         if error is None:
@@ -259,14 +250,12 @@ def run_profile(
         raise error from exc
 
 
-def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
-    """The run itself, in the locked folder `out`; manifest.json is written however it ends."""
-    report = timer.report
+def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResult:
+    """The run itself, in the locked `folder`; manifest.json is written however it ends."""
+    out, report = folder.path, timer.report
     provenance: dict[str, Any] = {
         "model": request.model,
-        "board": request.board.name,
-        "board_file": str(request.board.source) if request.board.source else None,
-        "board_file_sha256": sha256_file(request.board.source) if request.board.source else None,
+        **board_provenance(request.board),
         "iterations": request.iterations,
         "warmup": request.warmup,
         "status": "failed",
@@ -299,7 +288,7 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
                                                     ram=tuple(request.board.ram_regions)))
         image, simulation = prepared.elf, prepared.simulation
         # The QEMU runtime image really runs the program; replays and simulated boards say so.
-        simulated = request.board.kind != "rt700" and prepared.firmware != "runtime"
+        simulated = is_simulated(request.board.kind, prepared.firmware)
         provenance["time_scale"] = prepared.time_scale.to_dict()  # how `hil inspect RUN_DIR` reads the ticks again
         provenance["firmware_sha256"] = sha256_file(image)
         provenance["firmware"] = str(image)
@@ -315,7 +304,7 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
             write_outputs(out / "outputs.pt", capture.outputs)  # the target's outputs, for anyone to check again
         console = parse_console(capture.console)
         with timer.step("analyse", "analyse the ETDump with the ETRecord"):
-            profile = build_profile(
+            built = build_profile(
                 out / "trace.etdump",
                 out / "etrecord.bin",
                 board=request.board.name,
@@ -325,26 +314,25 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
                 console=console,
                 pte_path=out / "model.pte",
             )
-        profile["delegate"] = delegate
+        sections: dict[str, Any] = {}  # what the run adds beside the dump, in profile.json's order
         if request.numerics:
             with timer.step("numerics", "compare the outputs with eager PyTorch and the host runtime"):
-                profile["numerics"] = numerics_section(run_inputs, capture.outputs, reason=reason, model=request.model,
-                                                       pte=out / "model.pte", delegate=delegate)
-            provenance["numerics"] = profile["numerics"]  # no dump holds it: `hil inspect RUN_DIR` takes it from here
+                sections["numerics"] = numerics_section(run_inputs, capture.outputs, reason=reason,
+                                                        model=request.model, pte=out / "model.pte", delegate=delegate)
+            provenance["numerics"] = sections["numerics"]  # no dump holds it: `hil inspect RUN_DIR` takes it from here
         if request.debug_outputs:
-            profile["drift"] = _drift(out, compiled, capture, checked, request, timer,
-                                      written=run_inputs.torch_inputs if checked.plan.inputs is not None else None)
-            provenance.update(drift_snr_db=profile["drift"]["threshold_snr_db"],
-                              drift_inputs=profile["drift"]["inputs"])
+            sections["drift"] = _drift(out, compiled, capture, checked, request, timer,
+                                       written=run_inputs.torch_inputs if checked.plan.inputs is not None else None)
+            provenance.update(drift_snr_db=sections["drift"]["threshold_snr_db"],
+                              drift_inputs=sections["drift"]["inputs"])
         if request.board.kind == "qemu":
             from hil.firmware.qemu_firmware import annotations
 
             provenance["annotations"] = annotations(request.board, prepared.firmware, simulation)
-            profile.update(provenance["annotations"])
-        if request.warmup:  # build_profile already summarised every event
-            profile = drop_warmup(profile, request.warmup)
-        profile["harness_steps_s"] = {**timer.seconds, **capture.steps_s}
-        atomic.write_json(out / "profile.json", profile)
+        profile = finish_profile(built, warmup=request.warmup, delegate=delegate, **sections,
+                                 **provenance.get("annotations", {}))
+        profile = profile.replace(harness_steps_s={**timer.seconds, **capture.steps_s})
+        folder.write_profile(profile)
         _write_trace(out, report)
         provenance["status"] = "passed"
         return RunResult(out, profile, compiled, capture, dict(timer.seconds), simulation)
@@ -359,7 +347,7 @@ def _run_in(out: Path, request: RunRequest, timer: StepTimer) -> RunResult:
         raise
     finally:
         provenance["steps_s"] = dict(timer.seconds)
-        _write_manifest_last(out, provenance)
+        _write_manifest_last(folder, provenance)
 
 
 def _record_error(provenance: dict[str, Any], out: Path, exc: BaseException) -> None:
@@ -382,17 +370,17 @@ def _record_error(provenance: dict[str, Any], out: Path, exc: BaseException) -> 
             pass
 
 
-def _write_manifest_last(out: Path, provenance: dict[str, Any]) -> None:
+def _write_manifest_last(folder: RunFolder, provenance: dict[str, Any]) -> None:
     """manifest.json however the run ended; once written it says which files are the run's (the
     journal goes). A manifest that cannot be written fails a run that passed; a failed run keeps its
     own error (the journal stays, so the next run still knows the files are a run's)."""
     try:
-        write_manifest(out, provenance, RUN_FILES)
+        folder.write_manifest(provenance)
     except OSError as exc:
         if provenance.get("status") == "passed":
-            raise WriteError.from_os(exc, out / "manifest.json") from exc
+            raise WriteError.from_os(exc, folder.path / "manifest.json") from exc
         return
-    out_folder.settled(out)
+    out_folder.settled(folder.path)
 
 
 def _drift(out: Path, compiled: CompiledModel, capture: RunCapture, checked: CheckedRequest, request: RunRequest,
@@ -426,7 +414,7 @@ def _run_on_board(request: RunRequest, image: Path, checked: CheckedRequest, tim
         from hil.road.elf_preflight import check_run_symbols
 
         check_run_symbols(image, request.board)
-    board = open_board(request.board, request.out_dir)
+    board = open_board(request.board, request.out_dir, Within(timer.progress))  # its own steps, live too
     try:
         with timer.step("flash", f"flash {image.name} to {request.board.name}") as advance:
             board.flash(image, progress=advance)

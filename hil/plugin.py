@@ -8,7 +8,7 @@
 
 Fixtures: `hil_profile` (profile a model), `hil_board` (the connected board, for your own firmware),
 `hil_board_config` (the board file), `hil_artifacts_dir` (this test's folder); the regression side
-adds `hil_budget` and the `hil_budget` marker (hil.regress.pytest_regress). `@pytest.mark.hil_requires(...)`
+adds `hil_budget` and the `hil_budget` marker (hil.plugin_regress). `@pytest.mark.hil_requires(...)`
 skips a test on a board without a feature (hil.capabilities); the board fixtures parametrize indirectly
 (hil.plugin_boards); what reaches the terminal is hil.plugin_output's business.
 """
@@ -25,6 +25,7 @@ import pytest
 
 from hil import capabilities, plugin_boards
 from hil.config import BoardConfig
+from hil.defaults import DEFAULT_ITERATIONS
 from hil.errors import InputError
 from hil.options import OVERRIDES
 from hil.progress import Lines
@@ -35,7 +36,7 @@ from hil.settings import resolve as resolve_settings
 if TYPE_CHECKING:  # imported when the fixture is used: it pulls in the board classes
     from hil.board_session import BoardSession
 
-# The run folders a test made, read by the regression hooks (hil.regress.pytest_regress).
+# The run folders a test made, read by the regression hooks (hil.plugin_regress).
 RUN_FOLDERS = pytest.StashKey[list[Path]]()
 # Per test: run folder -> how to re-run it (`rerun(n)` -> the n-th confirmation run's folder), for --hil-confirm.
 RERUNS = pytest.StashKey[dict[str, Callable[[int], Path]]]()
@@ -60,7 +61,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=option_help("board_config", "board file; wins over --board"))
     group.addoption("--hil-artifacts", type=Path, metavar="DIR",
                     help=option_help("hil_artifacts", f"root folder for run artifacts (default {DEFAULT_ARTIFACTS})"))
-    group.addoption("--hil-iterations", type=int, metavar="N", help=option_help("hil_iterations", "inferences profiled per run (default 5)"))
+    group.addoption("--hil-iterations", type=int, metavar="N", help=option_help("hil_iterations", f"inferences profiled per run (default {DEFAULT_ITERATIONS})"))
     group.addoption("--hil-timeout", type=float, metavar="S",
                     help=option_help("hil_timeout", "seconds allowed per board run (default: the board file's)"))
     group.addoption("--hil-debug-outputs", action="store_true", default=False,

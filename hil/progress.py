@@ -97,11 +97,19 @@ class Terminal(Lines):
         self._stop.set()
         if self._ticker is not None:
             self._ticker.join(timeout=2 * _TICK_S)
+        self._close_bar()
+        super().finish(name, seconds, ok)
+
+    def note(self, text: str) -> None:
+        """A line between bars: the running step's bar is closed first and drawn again on the next tick."""
+        self._close_bar()
+        super().note(text)
+
+    def _close_bar(self) -> None:
         with self._lock:
             if self._bar is not None:
                 self._bar.close()
                 self._bar = None
-        super().finish(name, seconds, ok)
 
     def _tick(self, name: str, started: float, stop: threading.Event) -> None:
         if stop.wait(BAR_DELAY_S):
@@ -126,6 +134,25 @@ class Terminal(Lines):
                 self._bar.refresh()
             if stop.wait(_TICK_S):
                 return
+
+
+class Within(Progress):
+    """The steps inside another one (a board's connect, flash, run_to_breakpoint inside the run's `flash`
+    and `run`): each announced as a note of `outer` as it starts, a failure said, the fraction done passed
+    on to the running outer step's bar. The outer step keeps the one bar."""
+
+    def __init__(self, outer: Progress) -> None:
+        self._outer = outer
+
+    def start(self, name: str, detail: str = "") -> None:
+        self._outer.note(f"  {detail or name}…")
+
+    def advance(self, fraction: float) -> None:
+        self._outer.advance(fraction)
+
+    def finish(self, name: str, seconds: float, ok: bool) -> None:
+        if not ok:
+            self._outer.note(f"  {name}: {seconds:.2f} s (failed)")
 
 
 def for_stream(stream: TextIO = sys.stderr, *, quiet: bool = False, durations: bool = True) -> Progress:

@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from hil.defaults import DEFAULT_ITERATIONS
 from hil.regress.compare import DEFAULT_TOLERANCE, parse_tolerance
 
 
@@ -55,7 +56,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("board", "hil_board", "HIL_BOARD", str, "qemu", "board to profile on (boards/NAME.toml)"),
     Setting("board_config", "hil_board_config", "HIL_BOARD_CONFIG", Path, None, "board file; wins over the board name"),
     Setting("hil_artifacts", "hil_artifacts", "HIL_ARTIFACTS", Path, DEFAULT_ARTIFACTS, "root folder for run artifacts"),
-    Setting("hil_iterations", "hil_iterations", "HIL_ITERATIONS", int, 5, "inferences profiled per run"),
+    Setting("hil_iterations", "hil_iterations", "HIL_ITERATIONS", int, DEFAULT_ITERATIONS, "inferences profiled per run"),
     Setting("hil_warmup", "hil_warmup", "HIL_WARMUP", int, 0, "iterations dropped before statistics (warm-up)"),
     Setting("hil_timeout", "hil_timeout", "HIL_TIMEOUT", float, None,
             "seconds allowed per board run (default: the board file's [debug].timeout_s)"),

@@ -1,7 +1,9 @@
 """Timed steps: every stage of a run is logged with its duration, like labgrid's step log.
 
 Each step is announced to a `hil.progress.Progress` as it starts (so a slow one never looks like
-a hang) and timed into `seconds`, which the run keeps in profile.json and manifest.json.
+a hang) and timed into `seconds`, which the run keeps in profile.json and manifest.json. The one
+timer of the harness: the pipeline's stages and each board's own steps (connect, flash,
+run_to_breakpoint, ...: hil.progress.Within) are timed and rounded alike.
 """
 
 from __future__ import annotations
@@ -11,6 +13,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from hil.progress import Progress
+
+
+# Seconds are kept to 0.1 ms: finer is noise for steps of a process, gdb or a probe.
+DECIMALS = 4
 
 
 class StepTimer:
@@ -32,7 +38,7 @@ class StepTimer:
             ok = True
         finally:
             elapsed = time.monotonic() - start
-            self.seconds[name] = round(self.seconds.get(name, 0.0) + elapsed, 4)
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + elapsed, DECIMALS)
             self.progress.finish(name, elapsed, ok)
             if self.report:
                 self.report(f"{name}: {elapsed:.2f} s")

@@ -15,21 +15,39 @@ Two ways in, one truth each:
 
 from __future__ import annotations
 
-import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hil.analysis import events as ev
 from hil.analysis.console import parse_console
+from hil.analysis.profile_model import Profile
 from hil.analysis.timescale import TimeScale, board_time_scale
+from hil.checks import finite_number
 from hil.config import load_board_config
 from hil.errors import AnalysisError
-from hil.manifest import read_manifest
+from hil.manifest import Manifest
+from hil.run_folder import RunFolder, finish_profile
 from hil.validate.files import read_bytes, read_json
 from hil.validate.manifest import check_simulation
 
 RUN_ONLY_KEYS = ("harness_steps_s",)
+
+
+@dataclass(frozen=True)
+class InspectRequest:
+    """What `hil inspect` was asked: a run folder or a dump (with its ETRecord), and how to read its ticks."""
+
+    path: Path
+    etrecord: Path | None = None
+    pte: Path | None = None
+    clock_mhz: float | None = None
+    board_config: Path | None = None
+    ns: bool = False
+    json: bool = False
+    no_verify: bool = False
+    drift_snr_db: float | None = None  # a debug-output run's drift threshold (None: the run's own)
 
 
 def has_neutron_delegate(etrecord: Any) -> bool:
@@ -38,7 +56,7 @@ def has_neutron_delegate(etrecord: Any) -> bool:
                for method in (etrecord._delegate_map or {}).values() for entry in (method or {}).values())
 
 
-def bare_time_scale(args: argparse.Namespace, etrecord: Any) -> tuple[TimeScale, str]:
+def bare_time_scale(args: InspectRequest, etrecord: Any) -> tuple[TimeScale, str]:
     """The scale of a bare dump, and the board name to report: explicit flags only, else raw ticks."""
     if args.clock_mhz is not None:  # checked positive and finite by inspect_files, before any file is read
         return TimeScale.core_cycles(args.clock_mhz), "clock"
@@ -57,72 +75,69 @@ def bare_time_scale(args: argparse.Namespace, etrecord: Any) -> tuple[TimeScale,
     return TimeScale.raw_ticks(), "unknown"
 
 
-def _run_scale(folder: Path, manifest: dict[str, Any]) -> TimeScale:
+def _run_scale(folder: Path, manifest: Manifest) -> TimeScale:
     """The scale the run used: recorded in its manifest (runs before that: from what the folder holds)."""
-    if manifest.get("time_scale"):
-        return TimeScale.from_dict(manifest["time_scale"])
+    if manifest.time_scale:
+        return TimeScale.from_dict(dict(manifest.time_scale))
     simulation = folder / "simulation.json"
     if simulation.is_file():
         sim = check_simulation(read_json(simulation), simulation)
         return TimeScale.core_cycles(sim["clock_mhz"], sim.get("npu_clock_mhz"))
-    if manifest.get("board") == "qemu":
+    if manifest.board == "qemu":
         return TimeScale.nanoseconds()
     raise AnalysisError(f"{folder}: its manifest records no clock; inspect its files with --clock-mhz")
 
 
-def inspect_run(folder: Path, drift_snr_db: float | None = None) -> dict[str, Any]:
+def inspect_run(folder: Path, drift_snr_db: float | None = None) -> Profile:
     """The profile of a run folder, made again from its files as `hil run` made it; with a debug buffer
     (a debug-output run), its `drift` section too, at `drift_snr_db` or the run's own threshold."""
     from hil.analysis.profile import build_profile
-    from hil.regress.stats import drop_warmup
 
-    if not (folder / "manifest.json").is_file():
+    run = RunFolder(Path(folder))
+    if not run.has_manifest:
         raise AnalysisError(f"{folder} is not a run folder: no manifest.json")
-    manifest = read_manifest(folder)  # a corrupt one is an AnalysisError naming it, never a traceback
+    manifest = run.manifest()  # a corrupt one is an AnalysisError naming it, never a traceback
     serial_log = folder / "serial.log"
     console = None
     if serial_log.is_file():
         console = parse_console(read_bytes(serial_log, "a console log").decode("utf-8", errors="replace"))
-    profile = build_profile(
+    built = build_profile(
         folder / "trace.etdump", folder / "etrecord.bin",
-        board=str(manifest.get("board")), model=_model_name(manifest),
+        board=str(manifest.board), model=_model_name(manifest),
         simulated=_simulated(folder, manifest),
         time_scale=_run_scale(folder, manifest), console=console,
         pte_path=folder / "model.pte" if (folder / "model.pte").is_file() else None,
     )
-    profile["delegate"] = manifest.get("delegate")
-    profile.update(manifest.get("annotations") or {})  # what the run said beside the dump (what ran on QEMU)
-    if manifest.get("numerics"):  # the outputs' check (hil.numerics): made from the target's outputs, not the dump
-        profile["numerics"] = manifest["numerics"]
-    if manifest.get("warmup"):
-        profile = drop_warmup(profile, int(manifest["warmup"]))
+    # What the run said beside the dump (its delegate, its outputs' check, what ran on QEMU), as the run finished it.
+    numerics = {"numerics": manifest.numerics} if manifest.numerics else {}
+    profile = finish_profile(built, warmup=int(manifest.warmup or 0), delegate=manifest.delegate, **numerics,
+                             **dict(manifest.annotations or {}))
     if (folder / "debug.bin").is_file():
         from hil.drift.run_step import drift_of_folder
 
-        profile["drift"] = drift_of_folder(folder, manifest, drift_snr_db)
+        profile = profile.replace(drift=drift_of_folder(folder, manifest, drift_snr_db))
     return profile
 
 
-def _simulated(folder: Path, manifest: dict[str, Any]) -> bool:
-    """As the run recorded it; runs from before that record: any board but the RT700 was simulated."""
-    if isinstance(manifest.get("simulated"), bool):
-        return bool(manifest["simulated"])
-    if "board" in manifest:
-        return manifest.get("board") != "rt700"
-    return (folder / "simulation.json").is_file()
+def _simulated(folder: Path, manifest: Manifest) -> bool:
+    """As the run recorded it, else by its board's kind (hil.manifest); a manifest naming no board at
+    all: simulated when the folder holds a simulation."""
+    if manifest.board is None and manifest.simulated is None and manifest.board_kind is None:
+        return (folder / "simulation.json").is_file()
+    return manifest.is_simulated
 
 
-def _model_name(manifest: dict[str, Any]) -> str:
+def _model_name(manifest: Manifest) -> str:
     """The model's name as the run reported it (recorded since; older runs: derived from the spec)."""
-    if manifest.get("model_name"):
-        return str(manifest["model_name"])
+    if manifest.model_name:
+        return str(manifest.model_name)
     from hil.aot.models import resolve_spec
     from hil.errors import ModelError
 
     try:
-        return resolve_spec(str(manifest.get("model"))).name
+        return resolve_spec(str(manifest.model)).name
     except ModelError:
-        return str(manifest.get("model"))
+        return str(manifest.model)
 
 
 def _verify(folder: Path, skip: bool) -> list[str]:
@@ -131,12 +146,13 @@ def _verify(folder: Path, skip: bool) -> list[str]:
 
     if skip:
         return [f"{folder}: files not verified against manifest.json (--no-verify): the figures may not be the run's"]
-    if (folder / "manifest.json").is_file():
-        verify_run_folder(folder, read_manifest(folder))
+    run = RunFolder(folder)
+    if run.has_manifest:
+        verify_run_folder(folder, run.manifest())
     return []
 
 
-def inspect_files(args: argparse.Namespace) -> int:
+def inspect_files(args: InspectRequest) -> int:
     """Print the analysis of a run folder or of `args.path` against `args.etrecord`."""
     from hil.analysis.blocks import read_etrecord
     from hil.analysis.profile import build_profile
@@ -151,16 +167,16 @@ def inspect_files(args: argparse.Namespace) -> int:
         finite_number(args.drift_snr_db, "--drift-snr-db")
     path = Path(args.path)
     if path.is_dir():
-        unverified = _verify(path, getattr(args, "no_verify", False))
-        profile = inspect_run(path, getattr(args, "drift_snr_db", None))
-        profile["warnings"] = [*unverified, *profile.get("warnings", [])]
+        unverified = _verify(path, args.no_verify)
+        profile = inspect_run(path, args.drift_snr_db)
+        profile = profile.replace(warnings=[*unverified, *profile.warnings])
     else:
         if args.etrecord is None:
             raise AnalysisError(f"{path} is a file: give its ETRecord with --etrecord (or pass a run folder)")
         etrecord = read_etrecord(Path(args.etrecord))
         scale, board = bare_time_scale(args, etrecord)
-        profile = build_profile(path, args.etrecord, board=board, model=path.stem, simulated=False,
-                                time_scale=scale, pte_path=args.pte, etrecord=etrecord)
+        profile = Profile.from_json(build_profile(path, args.etrecord, board=board, model=path.stem, simulated=False,
+                                                  time_scale=scale, pte_path=args.pte, etrecord=etrecord))
     # One line: the C encoder (an indent would take the pure-Python one, seconds on a large dump).
-    print(json.dumps(profile) if args.json else format_table(profile))
+    print(json.dumps(profile.to_json()) if args.json else format_table(profile))
     return 0

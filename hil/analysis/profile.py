@@ -17,17 +17,16 @@ from typing import Any
 from hil.analysis import events as ev
 from hil.analysis.blocks import Inspected, inspect_etdump, read_etrecord
 from hil.analysis.console import ConsoleFacts
+from hil.analysis.profile_model import SCHEMA
 from hil.analysis.pairing import check_etrecord_matches_pte, check_events
 from hil.analysis.statistics import percentile, summarize
 from hil.analysis.timescale import TimeScale, board_time_scale  # noqa: F401  (re-exported: callers import it here)
 from hil.analysis.totals import iterations_of, main_method, method_events, p50, rounded, totals_from_events
+from hil.defaults import MIN_ITERATIONS
 from hil.errors import AnalysisError
 from hil.pte import pte_memory
 
-SCHEMA = "et-hil/profile/1"
 _ETDUMP_ID = b"ED00"
-# Fewer iterations than this cannot show a run's own spread; the profile says so.
-MIN_ITERATIONS = 5
 
 
 @dataclass

@@ -8,9 +8,11 @@ or raw ticks when no clock was known (then the table says ticks, never us).
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hil.analysis.events import short_op as _short_op
+from hil.analysis.profile_model import Event, Profile, as_profile
 from hil.analysis.totals import main_method
 from hil.drift.report import drift_lines
 from hil.numerics.check import numerics_line
@@ -53,77 +55,76 @@ def _pct(part: float | None, whole: float) -> str:
     return "" if part is None or whole <= 0 else f"{100.0 * part / whole:.1f}%"
 
 
-def _method_p50(events: list[dict[str, Any]], method: str) -> float:
+def _method_p50(events: Sequence[Event], method: str) -> float:
     """Each event's share is of its own method's Method::execute."""
-    return next((float(e.get("p50_us") or 0.0) for e in events
-                 if e.get("kind") == "method" and e.get("method", "forward") == method), 0.0)
+    return next((float(e.p50_us or 0.0) for e in events if e.kind == "method" and e.method_name == method), 0.0)
 
 
-def _firmware(profile: dict[str, Any]) -> str:
+def _firmware(profile: Profile) -> str:
     """What ran on a QEMU board, and what its numbers are: the header must not let a reader guess."""
-    base = profile.get("time_base") or {}
-    if profile.get("firmware") == "runtime":
+    base = profile.time_base or {}
+    if profile.firmware == "runtime":
         rate = base.get("instructions_per_us")
         what = f"1 us = {rate:g} emulated instructions" if rate else "emulated time"
         return f" [runtime firmware on the emulated Cortex-M33; {what}]"
-    if profile.get("firmware") == "replay":
+    if profile.firmware == "replay":
         return " [replayed ETDump]"
     return ""
 
 
-def format_table(profile: dict[str, Any]) -> str:
+def format_table(profile: Profile | Mapping[str, Any]) -> str:
     """Render events (name, kind, op types, p50, share of Method::execute), then the totals."""
-    totals = profile.get("totals_us", {})
-    unit = profile.get("time_unit", "us")
+    profile = as_profile(profile)
+    totals = profile.totals_us
+    unit = profile.time_unit or "us"
     method = float(totals.get("method_execute") or 0.0)
-    sim = " (simulated)" if profile.get("simulated") else ""
-    events = profile.get("events", [])
-    several = len({e.get("method", "forward") for e in events}) > 1
+    sim = " (simulated)" if profile.simulated else ""
+    events = profile.events
+    several = len({e.method_name for e in events}) > 1
     lines = [
-        f"{profile.get('model')} on {profile.get('board')}{sim}{_firmware(profile)}: {profile.get('iterations')} "
+        f"{profile.model} on {profile.board}{sim}{_firmware(profile)}: {profile.iterations} "
         f"iteration(s), times in {unit}",
         _row([name.format(unit=unit) for name, _ in _COLUMNS]),
         _row(["-" * (w - 1) for _, w in _COLUMNS]),
     ]
     for event in events:
-        name = event.get("method", "forward")
-        if several and event.get("kind") == "method":
+        name = event.method_name
+        if several and event.kind == "method":
             lines.append(f"[method {name}]")
-        indent = "  " if event.get("kind") in _INDENTED else ""
-        ops = ",".join(dict.fromkeys(_short_op(t) for t in event.get("op_types", [])))
+        indent = "  " if event.kind in _INDENTED else ""
+        ops = ",".join(dict.fromkeys(_short_op(t) for t in event.op_types))
         whole = _method_p50(events, name)
-        if not ops and whole > 0 and float(event.get("p50_us") or 0.0) > whole:
+        if not ops and whole > 0 and float(event.p50_us or 0.0) > whole:
             ops = OVER_WHOLE.replace("overlaps the", "overlaps")  # fits the column
         lines.append(_row([
-            indent + str(event.get("name")),
-            str(event.get("kind")),
+            indent + str(event.name),
+            str(event.kind),
             ops,
-            f"{event.get('p50_us', 0.0):.3f}",
-            _pct(event.get("p50_us"), whole),
+            f"{event.p50_us or 0.0:.3f}",
+            _pct(event.p50_us, whole),
         ]))
     lines.append("")
     if several:
         lines.append(f"totals of method {main_method(events)}:")
-    kinds = {str(e.get("kind")) for e in events}
+    kinds = {str(e.kind) for e in events}
     for key, label in _TOTAL_LABELS:
         if key in totals and not (totals[key] == 0 and key in _TOTAL_KINDS and _TOTAL_KINDS[key] not in kinds):
             line = f"{label:<38}{totals[key]:>12.3f} {unit:<5} {_pct(totals[key], method):>7}".rstrip()
             lines.append(line + (f"  {OVER_WHOLE}" if method > 0 and totals[key] > method else ""))
-    fraction = profile.get("npu_fraction")
+    fraction = profile.npu_fraction
     lines.append(f"{'NPU fraction':<38}{'n/a' if fraction is None else f'{fraction:.3f}':>12}")
-    fallback = profile.get("cpu_fallback_ops") or []
-    lines.append("CPU fallback ops: " + (", ".join(_short_op(t) for t in fallback) or "none"))
-    console = profile.get("console") or {}
-    if console.get("inference_times_us"):
-        times = ", ".join(f"{t:.0f}" if float(t).is_integer() else f"{t:g}" for t in console["inference_times_us"])
+    lines.append("CPU fallback ops: " + (", ".join(_short_op(t) for t in profile.cpu_fallback_ops) or "none"))
+    times_us = profile.console_inference_times_us
+    if times_us:
+        times = ", ".join(f"{t:.0f}" if float(t).is_integer() else f"{t:g}" for t in times_us)
         lines.append(f"console inference time: {times} us")
-    numerics = numerics_line(profile.get("numerics"))
+    numerics = numerics_line(profile.numerics)
     if numerics:
         lines.append(numerics)
-    if profile.get("delegated_outputs"):
-        lines.append(f"note: {profile['delegated_outputs']}")
+    if profile.delegated_outputs:
+        lines.append(f"note: {profile.delegated_outputs}")
     lines += drift_lines(profile)
-    for label, key in (("note", "notes"), ("warning", "warnings")):
-        for text in profile.get(key, []):
+    for label, texts in (("note", profile.notes), ("warning", profile.warnings)):
+        for text in texts:
             lines += textwrap.wrap(f"{label}: {text}", 100, subsequent_indent="  ")
     return "\n".join(lines) + "\n"

@@ -1,12 +1,12 @@
 """The files a user's model file depends on, found without running it: the cache key covers them all.
 
-Why: the export cache used to hash the model's own `.py` only, so after editing a helper module the
-model imports, `hil export` said "from cache" and returned the old program. Now the key covers
+Why: a key of the model's own `.py` alone would let `hil export` answer "from cache" with the old
+program after an edit to a helper module the model imports. So the key covers
 
 * every module the model file imports, transitively, whose file lies outside the Python installation
   (sys.prefix, sys.base_prefix, the site-packages folders): the user's own helpers, a sibling
   package, a checkout on PYTHONPATH. Installed packages (torch, executorch) are keyed by their
-  versions instead, as before;
+  versions instead;
 * every data file the model file declares in a module-level `HIL_DATA_FILES = ["weights.npz", ...]`
   (a literal list or tuple of paths, relative to the model file's folder): weights, calibration data,
   label files the factory reads.

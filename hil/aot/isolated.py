@@ -28,13 +28,10 @@ from typing import Any
 from hil import atomic
 from hil.aot import export
 from hil.aot.models import resolve_spec
+from hil.defaults import DEFAULT_EXPORT_TIMEOUT_S
 from hil.errors import HilError, ModelError, TimeoutExpired
 from hil.road.process import ManagedProcess
 
-# Seconds an export of a user's model may take when neither the caller nor the board file says
-# (`--export-timeout`, `[aot].export_timeout_s`): a cold export of an MLPerf-Tiny model on a loaded
-# two-core machine takes about a minute.
-DEFAULT_EXPORT_TIMEOUT_S = 600.0
 # Lines of the child's log quoted when it ends without a result.
 LOG_TAIL_LINES = 5
 _ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding the `hil` package

@@ -7,23 +7,25 @@ from pathlib import Path
 from hil.boards.base import Board
 from hil.config import BoardConfig
 from hil.errors import BoardConfigError
+from hil.progress import Progress
 
 KINDS = ("qemu", "rt700")
 
 
-def open_board(cfg: BoardConfig, workdir: Path) -> Board:
-    """The board class for `cfg.kind`, constructed on `workdir` (where its logs go).
+def open_board(cfg: BoardConfig, workdir: Path, progress: Progress | None = None) -> Board:
+    """The board class for `cfg.kind`, constructed on `workdir` (where its logs go); `progress` hears
+    of each of the board's own steps as it starts (hil.progress.Within; default: silent).
 
     Imports are lazy: the QEMU flow must not need pyOCD, and the RT700 flow not QEMU.
     """
     if cfg.kind == "qemu":
         from hil.boards.qemu import QemuBoard
 
-        return QemuBoard(cfg, Path(workdir))
+        return QemuBoard(cfg, Path(workdir), progress)
     if cfg.kind == "rt700":
         from hil.boards.rt700 import Rt700Board
 
-        return Rt700Board(cfg, Path(workdir))
+        return Rt700Board(cfg, Path(workdir), progress)
     raise BoardConfigError(
         f"board '{cfg.name}' ({cfg.source}): unknown kind '{cfg.kind}' (known: {', '.join(KINDS)})"
     )

@@ -19,6 +19,7 @@ from hil.boards.base import RunCapture, RunPlan
 from hil.config import BoardConfig
 from hil.drift.readout import DEBUG_FILE, read_out_debug_buffer
 from hil.errors import BoardConfigError, TargetError, TargetFault, TimeoutExpired
+from hil.progress import Progress
 from hil.road.capture import RunContext, raise_if_fault, read_out_etdump
 from hil.road.forensics import FaultWatch
 from hil.road.gdbmi import GdbMiSession
@@ -28,6 +29,7 @@ from hil.road.qemu_fate import blame_qemu_first, uart_held_by_other, uart_peer
 from hil.road.run_config import run_planned
 from hil.road.serial_reader import SerialReader
 from hil.road.tensor_io import read_outputs
+from hil.steps import StepTimer
 
 END_LINE = "Program complete, exiting."
 # Where the replay image ends (firmware/qemu/semihost.c): QEMU exits inside it.
@@ -43,7 +45,7 @@ REBUILD_HINT = "the harness builds QEMU replay images itself: hil.firmware.qemu_
 class QemuBoard:
     """QEMU as a board: `flash()` starts it halted and downloads the ELF; `run()` captures the ETDump."""
 
-    def __init__(self, cfg: BoardConfig, workdir: Path) -> None:
+    def __init__(self, cfg: BoardConfig, workdir: Path, progress: Progress | None = None) -> None:
         self.cfg = cfg
         self.name = cfg.name
         self.workdir = Path(workdir)
@@ -52,7 +54,7 @@ class QemuBoard:
         self.mi_log = self.workdir / "mi.log"
         self.qemu_log = self.workdir / "qemu.log"
         self.etdump_path = self.workdir / "trace.etdump"
-        self.steps_s: dict[str, float] = {}
+        self.timer = StepTimer(progress=progress)
         self.image: Path | None = None
         self._qemu: QemuProcess | None = None
         self._serial: SerialReader | None = None
@@ -69,9 +71,9 @@ class QemuBoard:
             raise TargetError(f"board '{self.name}': image not found: {image}")
         if self._qemu is not None:
             self.close()
-        self.steps_s = {}
+        self.timer.seconds.clear()
         try:
-            with self._step("connect"):
+            with self._step("connect", f"start QEMU ({self.cfg.require('qemu.machine')}) and attach gdb"):
                 self._qemu = QemuProcess(
                     str(self.cfg.get("qemu.executable", "qemu-system-arm")),
                     str(self.cfg.require("qemu.machine")),
@@ -87,7 +89,7 @@ class QemuBoard:
                 self._serial = SerialReader(self._console_url(), self.serial_log, name=f"{self.name} console").start()
                 self._gdb.connect(LOOPBACK, self._qemu.gdb_port)
                 self._wait_serial_attached()
-            with self._step("flash"):
+            with self._step("flash", f"download {image.name}"):
                 self._gdb.download()
             if progress is not None:
                 progress(1.0)
@@ -119,19 +121,19 @@ class QemuBoard:
         ctx = RunContext(self.name, self.cfg.breakpoint, serial, self.mi_log, self.image,
                          faults=FaultWatch(self.cfg.fault_handlers), fault_path=self.workdir / "fault.json")
         try:
-            with self._step("run_to_breakpoint"):
+            with self._step("run_to_breakpoint", f"run {plan.describe()} to {self.cfg.breakpoint}"):
                 gdb.reset(str(self.cfg.get("qemu.reset_monitor", "system_reset")))
                 run_planned(gdb, ctx, plan, deadline, rebuild=REBUILD_HINT)
             debug = None
             if plan.debug_outputs:  # its console line comes first, so it is read first
-                with self._step("read_debug_buffer"):
+                with self._step("read_debug_buffer", "read the debug outputs out of the target's RAM"):
                     debug = read_out_debug_buffer(gdb, ctx, self.cfg.ram_regions, self.workdir / DEBUG_FILE)
-            with self._step("read_etdump"):
+            with self._step("read_etdump", "read the ETDump out of the target's RAM"):
                 result, etdump = read_out_etdump(
                     gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.etdump_path
                 )
                 outputs = read_outputs(gdb, ctx, self.cfg.ram_regions) if plan.inputs is not None else None
-            with self._step("finish"):
+            with self._step("finish", "let the image finish"):
                 exit_code = self._finish(ctx, deadline)
         except TargetError as exc:
             raise blame_qemu_first(exc, qemu, self.name, QEMU_REAP_S) from exc.__cause__
@@ -170,14 +172,15 @@ class QemuBoard:
 
     # -- steps -----------------------------------------------------------------------------
 
+    @property
+    def steps_s(self) -> dict[str, float]:
+        """How long each of the board's own steps took (hil.steps), kept even for a step that failed."""
+        return self.timer.seconds
+
     @contextlib.contextmanager
-    def _step(self, name: str) -> Iterator[None]:
-        """Time one harness step; the time is kept even when the step fails."""
-        start = time.monotonic()
-        try:
+    def _step(self, name: str, detail: str) -> Iterator[None]:
+        with self.timer.step(name, detail):
             yield
-        finally:
-            self.steps_s[name] = round(time.monotonic() - start, 4)
 
     def _console_url(self) -> str:
         """QEMU's UART socket; or, with `[qemu].serial_pty = LINK`, the console that serves LINK.

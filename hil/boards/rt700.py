@@ -21,6 +21,7 @@ from hil.config import BoardConfig
 from hil.drift.readout import DEBUG_FILE, read_out_debug_buffer
 from hil.errors import BoardConfigError, HilError, TargetError
 from hil.options import OVERRIDES
+from hil.progress import Progress
 from hil.probe.gdbserver import PyocdGdbServer, end_stale_gdbservers
 from hil.probe.lock import ProbeLock
 from hil.probe.pyocd_flash import FlashReport, ProbeSettings, flash_image, is_remote, resolve_probe_id
@@ -30,6 +31,7 @@ from hil.road.gdbmi import GdbMiSession
 from hil.road.run_config import run_planned
 from hil.road.serial_reader import SerialReader
 from hil.road.tensor_io import read_outputs
+from hil.steps import StepTimer
 
 LOG = logging.getLogger(__name__)
 
@@ -58,13 +60,13 @@ class Rt700Board:
 
     name = "rt700"
 
-    def __init__(self, cfg: BoardConfig, workdir: Path) -> None:
+    def __init__(self, cfg: BoardConfig, workdir: Path, progress: Progress | None = None) -> None:
         self.cfg = cfg
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.settings = ProbeSettings.from_config(cfg)  # bad target/pack settings fail here, not mid-run
         self.serial_log = self.workdir / "serial.log"
-        self.steps_s: dict[str, float] = {}
+        self.timer = StepTimer(progress=progress)
         self.notes: list[str] = []
         self.probe_id: str | None = None
         self.flash_report: FlashReport | None = None
@@ -76,14 +78,19 @@ class Rt700Board:
 
     # -- steps -----------------------------------------------------------------------------
 
-    def _timed(self, step: str, start: float) -> None:
-        self.steps_s[step] = round(time.monotonic() - start, 6)
+    @property
+    def steps_s(self) -> dict[str, float]:
+        """How long each of the board's own steps took (hil.steps), kept even for a step that failed."""
+        return self.timer.seconds
 
     def _take_probe(self) -> None:
         """Resolve the probe id and lock it; the lock is per probe, so two boards on one host run side by side."""
         if self._lock is not None:
             return
-        start = time.monotonic()
+        with self.timer.step("lock_probe", "find and lock the debug probe"):
+            self._lock_probe()
+
+    def _lock_probe(self) -> None:
         self.probe_id = resolve_probe_id(self.cfg)
         # From here on every step (flash, gdbserver, console) uses exactly the probe we locked.
         self.cfg = self.cfg.with_overrides({"pyocd.probe_id": self.probe_id})
@@ -94,14 +101,17 @@ class Rt700Board:
             self.notes.append(f"took over a stale lock on probe {self.probe_id} left by {lock.takeover.describe()}")
         # Holding the lock, no live job runs a server for this probe: any left is a dead job's, holding the probe.
         self.notes.extend(end_stale_gdbservers(self.probe_id))
-        self._timed("lock_probe", start)
 
     def _open_serial(self) -> None:
         if self._serial is not None:
             return
         assert self.probe_id is not None
-        start = time.monotonic()
-        self._serial = SerialReader(
+        with self.timer.step("open_serial", "open the board's console"):
+            self._serial = self._console()
+
+    def _console(self) -> SerialReader:
+        assert self.probe_id is not None
+        return SerialReader(
             serial_url_for(self.cfg, self.probe_id),
             self.serial_log,
             baudrate=int(self.cfg.get("serial.baudrate", 115200)),
@@ -111,7 +121,6 @@ class Rt700Board:
             reconnect_delay=float(self.cfg.get("serial.reconnect_delay_s", 0.25)),
             name=f"{self.name} console",
         ).start()
-        self._timed("open_serial", start)
 
     # -- Board protocol --------------------------------------------------------------------
 
@@ -122,12 +131,12 @@ class Rt700Board:
         self._take_probe()
         self._open_serial()
         try:
-            report = flash_image(self.cfg, Path(image), progress=progress)
+            with self.timer.step("flash", f"program {Path(image).name} with pyOCD") as advance:
+                report = flash_image(self.cfg, Path(image), progress=_both(progress, advance))
         except HilError as exc:
             self.flash_report = getattr(exc, "flash_report", None)
             raise
         self.flash_report = report
-        self.steps_s["flash"] = round(report.seconds, 6)
         if report.retried:
             self.notes.append(f"flash needed {report.attempts} attempts: {'; '.join(report.errors)}")
         self.image = Path(image)
@@ -139,23 +148,23 @@ class Rt700Board:
         if self.image is None or self._serial is None:
             raise TargetError(f"board '{self.cfg.name}': attach() before flash(): nothing is on the target")
         self._close_parts("_gdb", "_gdbserver")
-        start = time.monotonic()
-        self._gdbserver = PyocdGdbServer(
+        with self.timer.step("start_gdbserver", "start pyocd gdbserver"):
+            self._gdbserver = self._start_gdbserver()
+        with self.timer.step("connect_gdb", "connect gdb and reset-halt the target"):
+            self._gdb = GdbMiSession(self.cfg.gdb, self.image, self.workdir / "gdb-mi.log", name=f"{self.name} gdb")
+            self._gdb.connect("127.0.0.1", self._gdbserver.port, timeout=self.settings.connect_timeout_s)
+            # pyOCD's monitor command; the halt keeps the firmware still until the breakpoint is set.
+            self._gdb.reset(monitor="reset halt")
+        return self._gdb, self._serial
+
+    def _start_gdbserver(self) -> PyocdGdbServer:
+        return PyocdGdbServer(
             probe_id=str(self.probe_id),
             target=self.settings.target,
             pack=self.settings.pack,
             frequency_hz=self.settings.frequency_hz,
             log_path=self.workdir / "gdbserver.log",
         ).start(timeout=float(self.cfg.get("pyocd.gdbserver_timeout_s", 30)))
-        self._timed("start_gdbserver", start)
-
-        start = time.monotonic()
-        self._gdb = GdbMiSession(self.cfg.gdb, self.image, self.workdir / "gdb-mi.log", name=f"{self.name} gdb")
-        self._gdb.connect("127.0.0.1", self._gdbserver.port, timeout=self.settings.connect_timeout_s)
-        # pyOCD's monitor command; the halt keeps the firmware still until the breakpoint is set.
-        self._gdb.reset(monitor="reset halt")
-        self._timed("connect_gdb", start)
-        return self._gdb, self._serial
 
     def run(self, timeout: float, plan: RunPlan) -> RunCapture:
         """Reset under GDB, configure `plan`, run to the ETDump-ready breakpoint, dump the ETDump, let the firmware finish."""
@@ -169,29 +178,24 @@ class Rt700Board:
 
             ctx = RunContext(self.cfg.name, self.cfg.breakpoint, serial, self._gdb.transcript_path, self.image,
                              faults=FaultWatch(self.cfg.fault_handlers), fault_path=self.workdir / "fault.json")
-            start = time.monotonic()
-            # At least a second, as before: a slow gdbserver start must not leave the target no time at all.
-            run_planned(self._gdb, ctx, plan, max(deadline, time.monotonic() + 1.0), rebuild=REBUILD_HINT)
-            self._timed("run_to_breakpoint", start)
-
-            start = time.monotonic()
-            debug = None
-            if plan.debug_outputs:  # its console line comes first, so it is read first
-                debug = read_out_debug_buffer(self._gdb, ctx, self.cfg.ram_regions, self.workdir / DEBUG_FILE)
-            result, etdump = read_out_etdump(
-                self._gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.workdir / "trace.etdump"
-            )
-            outputs = read_outputs(self._gdb, ctx, self.cfg.ram_regions) if plan.inputs is not None else None
-            self._timed("read_etdump", start)
-
-            start = time.monotonic()
-            self._gdb.command("-exec-continue")
-            try:
-                serial.expect(re.escape(DONE_LINE), timeout=max(1.0, min(30.0, deadline - time.monotonic())))
-            except TargetError as exc:
-                # The ETDump is already on disk; a firmware that never prints the last line is noted, not fatal.
-                self.notes.append(f"firmware did not print '{DONE_LINE}' after the dump: {exc}")
-            self._timed("finish", start)
+            with self.timer.step("run_to_breakpoint", f"run {plan.describe()} to {self.cfg.breakpoint}"):
+                # At least a second: a slow gdbserver start must not leave the target no time at all.
+                run_planned(self._gdb, ctx, plan, max(deadline, time.monotonic() + 1.0), rebuild=REBUILD_HINT)
+            with self.timer.step("read_etdump", "read the ETDump out of the target's RAM"):
+                debug = None
+                if plan.debug_outputs:  # its console line comes first, so it is read first
+                    debug = read_out_debug_buffer(self._gdb, ctx, self.cfg.ram_regions, self.workdir / DEBUG_FILE)
+                result, etdump = read_out_etdump(
+                    self._gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.workdir / "trace.etdump"
+                )
+                outputs = read_outputs(self._gdb, ctx, self.cfg.ram_regions) if plan.inputs is not None else None
+            with self.timer.step("finish", "let the firmware finish"):
+                self._gdb.command("-exec-continue")
+                try:
+                    serial.expect(re.escape(DONE_LINE), timeout=max(1.0, min(30.0, deadline - time.monotonic())))
+                except TargetError as exc:
+                    # The ETDump is already on disk; a firmware that never prints the last line is noted, not fatal.
+                    self.notes.append(f"firmware did not print '{DONE_LINE}' after the dump: {exc}")
         finally:
             # The debug server holds the probe's USB interface: give it back as soon as the run ends.
             self._close_parts("_gdb", "_gdbserver")
@@ -232,3 +236,12 @@ class Rt700Board:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def _both(first: Callable[[float], None] | None, second: Callable[[float], None]) -> Callable[[float], None]:
+    """The flash fraction to the caller's callback and to the step's own progress."""
+    def both(fraction: float) -> None:
+        if first is not None:
+            first(fraction)
+        second(fraction)
+    return both

@@ -372,17 +372,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Exit status: 0 all checks pass, 1 a check fails, 2 an input cannot be read."""
+def run(elf: Path, *, model: Path | None = None, board: str = "rt700", board_config: Path | None = None,
+        as_json: bool = False) -> int:
+    """Check `elf` against the board's image rules and print the results; exit status: 0 all checks pass,
+    1 a check fails, 2 an input cannot be read."""
     try:
-        spec = ImageSpec.from_board(load_board_config(args.board, args.board_config))
-        image = read_elf(args.elf)
-        pte = _read_model(args.model, spec)
-        report = check_image(image, spec, pte, str(args.model))
+        spec = ImageSpec.from_board(load_board_config(board, board_config))
+        image = read_elf(elf)
+        pte = _read_model(model, spec)
+        report = check_image(image, spec, pte, str(model))
     except HilError as exc:
         print(f"check-image: {exc}", file=sys.stderr)
         return 2
-    if args.json:
+    if as_json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print("\n".join(r.line() for r in report.results))
@@ -406,7 +408,12 @@ def _read_model(path: Path | None, spec: ImageSpec) -> bytes | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hil.firmware.image_check", description=__doc__.splitlines()[0])
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return run_command(parser.parse_args(argv))
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """`hil check-image` and `python -m hil.firmware.image_check`: the options of `add_arguments` into `run`."""
+    return run(args.elf, model=args.model, board=args.board, board_config=args.board_config, as_json=args.json)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hil.analysis.profile_model import Profile, as_profile
 from hil.numerics.check import COMPUTED
 
 # The SNR drop (dB) that is a regression, once the new SNR is below float rounding's level: a wrong
@@ -25,9 +26,9 @@ DEFAULT_MAX_SNR_DROP_DB = 1.0
 ROUNDING_SNR_DB = 100.0
 
 
-def output_snr(profile: Mapping[str, Any]) -> float | None:
+def output_snr(profile: Profile | Mapping[str, Any]) -> float | None:
     """The worst output's SNR against eager PyTorch (inf when bit-exact); None when no outputs were computed."""
-    section = profile.get("numerics") or {}
+    section = as_profile(profile).numerics or {}
     if section.get("status") != COMPUTED:
         return None
     fig = section.get("vs_eager") or {}

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from hil import atomic
+from hil.analysis.profile_model import as_profile
+from hil.analysis.warmup import with_statistics
 from hil.errors import HilError
 from hil.inputs import writable_folder
-from hil.regress.identity import series_name
+from hil.json_record import thaw
 from hil.regress.runs import BASELINE_SCHEMA, LoadedRun, load_run
-from hil.regress.stats import add_statistics
 
 
 def baseline_name(model: str) -> str:
@@ -37,32 +38,31 @@ def baseline_path(path: Path, model: str) -> Path:
 
 def provenance_of(run: LoadedRun) -> dict[str, Any]:
     """Who made this run: read from its manifest.json, completed from the profile."""
-    manifest, profile = run.manifest, run.profile
-    files = manifest.get("files") or {}
+    manifest, profile = run.manifest, as_profile(run.profile)
     return {
         "source": str(run.source),
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "run_written_at": manifest.get("written_at"),
-        "git_commit": manifest.get("git_commit"),
-        "board": profile.get("board") or manifest.get("board"),
-        "model": profile.get("model") or manifest.get("model"),
-        "delegate": manifest.get("delegate"),
-        "iterations": profile.get("iterations"),
-        "warmup_iterations": profile.get("warmup_iterations", 0),
-        "versions": manifest.get("versions") or {},
-        "firmware_sha256": manifest.get("firmware_sha256"),
-        "model_sha256": (files.get("model.pte") or {}).get("sha256"),
+        "run_written_at": manifest.written_at,
+        "git_commit": manifest.git_commit,
+        "board": profile.board or manifest.board,
+        "model": profile.model or manifest.model,
+        "delegate": manifest.delegate,
+        "iterations": profile.iterations,
+        "warmup_iterations": profile.warmup_iterations if "warmup_iterations" in profile else 0,
+        "versions": thaw(manifest.versions),
+        "firmware_sha256": manifest.firmware_sha256,
+        "model_sha256": manifest.file_sha256("model.pte"),
         **({"inherited": run.provenance} if run.provenance else {}),
     }
 
 
 def write_baseline(run: LoadedRun, destination: Path) -> Path:
     """Freeze `run` as the baseline of its model under `destination` (folder or .json file)."""
-    profile = add_statistics(dict(run.profile, events=[dict(e) for e in run.profile.get("events", [])]))
-    target = baseline_path(destination, series_name(profile))
+    profile = with_statistics(run.profile)
+    target = baseline_path(destination, profile.series)
     writable_folder(target.parent, "--out")  # a path through a file (/etc/hostname/x.json): one line, exit 2
     try:
-        atomic.write_json(target, {"schema": BASELINE_SCHEMA, "provenance": provenance_of(run), "profile": profile})
+        atomic.write_json(target, {"schema": BASELINE_SCHEMA, "provenance": provenance_of(run), "profile": profile.to_json()})
     except OSError as exc:
         raise HilError(f"cannot write baseline {target}: {exc.strerror or exc}") from exc
     return target

@@ -22,13 +22,14 @@ marker wins over the file key by key. Measured values are p50s (the same numbers
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from hil.errors import BoardConfigError
+from hil.analysis.profile_model import Event, Profile, as_profile
 from hil.regress.identity import display_name, op_types_text
-from hil.regress.stats import event_spread
 
 BUDGET_KEYS = ("total_us", "npu_fraction_min", "ops", "memory_bytes", "memory", "snr_db_min", "max_abs_error")
 
@@ -120,42 +121,42 @@ def merge_budgets(base: Budget | None, override: Budget | None) -> Budget | None
     )
 
 
-def memory_footprint(memory: dict[str, Any]) -> int | None:
+def memory_footprint(memory: Mapping[str, Any]) -> int | None:
     """RAM the method used: the allocators' `used` bytes, else the planned buffers' sizes."""
     allocators = memory.get("allocators") or {}
-    used = [a.get("used") for a in allocators.values() if isinstance(a, dict) and a.get("used") is not None]
+    used = [a.get("used") for a in allocators.values() if isinstance(a, Mapping) and a.get("used") is not None]
     if used:
         return int(sum(used))
     planned = memory.get("planned_buffers") or {}
-    sizes = list(planned.values()) if isinstance(planned, dict) else list(planned)
+    sizes = list(planned.values()) if isinstance(planned, Mapping) else list(planned)
     return int(sum(sizes)) if sizes else None
 
 
-def _matches(event: dict[str, Any], key: str) -> bool:
-    by_name = key == event.get("name") and event.get("kind") != "profiling_dump"
-    return by_name or key in (event.get("op_types") or [])
+def _matches(event: Event, key: str) -> bool:
+    by_name = key == event.name and event.kind != "profiling_dump"
+    return by_name or key in event.op_types
 
 
-def check_budget(profile: dict[str, Any], budget: Budget) -> list[Violation]:
+def check_budget(profile: Profile | Mapping[str, Any], budget: Budget) -> list[Violation]:
     """Every limit of `budget` that `profile` breaks (empty when it meets them all)."""
+    profile = as_profile(profile)
     found: list[Violation] = []
-    totals = profile.get("totals_us") or {}
-    total = totals.get("method_execute")
+    total = profile.totals_us.get("method_execute")
     if budget.total_us is not None and (total is None or total > budget.total_us):
         found.append(Violation("total latency (Method::execute p50)", total, budget.total_us, "us"))
-    fraction = profile.get("npu_fraction")
+    fraction = profile.npu_fraction
     if budget.npu_fraction_min is not None and (fraction is None or fraction < budget.npu_fraction_min):
         found.append(Violation("NPU fraction (min)", fraction, budget.npu_fraction_min, ""))
     for key, limit in budget.ops.items():
-        matching = [e for e in profile.get("events", []) if _matches(e, key)]
+        matching = [e for e in profile.events if _matches(e, key)]
         if not matching:
             found.append(Violation(f"op {key!r}", None, limit, "us", "no event has this name or op type"))
         for event in matching:
-            p50 = event_spread(event)[0]
+            p50 = event.spread[0]
             if p50 > limit:
-                detail = f"{event.get('kind')}, op types {op_types_text(event)}"
+                detail = f"{event.kind}, op types {op_types_text(event)}"
                 found.append(Violation(f"op {key!r}: {display_name(event)}", p50, limit, "us", detail))
-    memory = profile.get("memory") or {}
+    memory = profile.memory
     if budget.memory_bytes is not None:
         used = memory_footprint(memory)
         if used is None or used > budget.memory_bytes:
@@ -166,13 +167,15 @@ def check_budget(profile: dict[str, Any], budget: Budget) -> list[Violation]:
             found.append(Violation(f"memory {key!r}", value if isinstance(value, (int, float)) else None, limit, "B"))
     from hil.numerics.budget import numerics_violations
 
-    found += [Violation(*v) for v in numerics_violations(profile.get("numerics"), budget.snr_db_min, budget.max_abs_error)]
+    found += [Violation(*v) for v in numerics_violations(profile.numerics, budget.snr_db_min, budget.max_abs_error)]
     return found
 
 
-def format_violations(violations: list[Violation], profile: dict[str, Any], budget: Budget, artifacts: Path | str | None) -> str:
+def format_violations(violations: list[Violation], profile: Profile | Mapping[str, Any], budget: Budget,
+                      artifacts: Path | str | None) -> str:
     """The failure message: each limit broken, measured against limit, and where the evidence is."""
-    head = f"budget exceeded for model '{profile.get('model')}' on board '{profile.get('board')}' (budget from {budget.source}):"
+    profile = as_profile(profile)
+    head = f"budget exceeded for model '{profile.model}' on board '{profile.board}' (budget from {budget.source}):"
     lines = [head, *(f"  - {v.describe()}" for v in violations)]
     lines.append(f"  artifacts: {artifacts if artifacts is not None else '(unknown)'}")
     return "\n".join(lines)

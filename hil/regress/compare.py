@@ -51,6 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hil.analysis.profile_model import Profile, as_profile
 from hil.regress.identity import UNJUDGED_KINDS, keyed_events, op_types_text, readable_names
 from hil.regress.power import baseline_runs_needed, best_p_value, rank_test_can_decide
 from hil.regress.verdicts import (ADDED, CANNOT_JUDGE, DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_K,  # noqa: F401
@@ -61,8 +62,7 @@ from hil.regress.verdicts import (ADDED, CANNOT_JUDGE, DEFAULT_ALPHA, DEFAULT_MI
 _METHOD_KEY = "method:Method::execute#0"
 # A load this large in the kept new runs is said in the notes.
 LOAD_NOTE_SHIFT = 0.02
-from hil.regress.stats import (DISTURBED_SHIFT, MAD_TO_SIGMA, event_fastest, event_spread, median, rank_p_value,
-                               run_shift, spread, undisturbed)
+from hil.regress.stats import DISTURBED_SHIFT, MAD_TO_SIGMA, median, rank_p_value, run_shift, spread, undisturbed
 
 def judge(base_p50: float, base_mad: float, now_p50: float, now_mad: float, *, tolerance: float, noise_k: float,
           min_delta_us: float = 0.0) -> tuple[str, float]:
@@ -86,20 +86,19 @@ class _Sample:
     n: int
 
 
-def _samples(profile: Mapping[str, Any]) -> dict[str, _Sample]:
+def _samples(profile: Profile) -> dict[str, _Sample]:
     fastest = host_timed(profile)
     out = {}
-    for key, event in keyed_events(profile.get("events", [])).items():
-        p50, mad = event_spread(dict(event))
-        value = event_fastest(dict(event)) if fastest else p50
-        out[key] = _Sample(value, mad, len(event.get("times_us") or []) or int(event.get("n") or 0))
+    for key, event in keyed_events(profile.events).items():
+        p50, mad = event.spread
+        value = event.fastest if fastest else p50
+        out[key] = _Sample(value, mad, event.measured)
     return out
 
 
-def host_timed(profile: Mapping[str, Any]) -> bool:
+def host_timed(profile: Profile | Mapping[str, Any]) -> bool:
     """Nanosecond timestamps written by the host runtime: times that machine load reaches."""
-    scale = profile.get("time_scale") or {}
-    return scale.get("ticks_per_us") == 1000.0 and not scale.get("follows_clock")
+    return as_profile(profile).host_timed
 
 
 def compare_runs(
@@ -115,6 +114,7 @@ def compare_runs(
     """Judge the runs `nows` (a run and its confirmation re-runs) against the baseline runs `baselines`."""
     if not baselines or not nows:
         raise ValueError("compare_runs needs at least one baseline run and one new run")
+    baselines, nows = [as_profile(p) for p in baselines], [as_profile(p) for p in nows]
     base, now = [_samples(p) for p in baselines], [_samples(p) for p in nows]
     notes = _describe(baselines, nows)
     disturbed, load = False, 0.0
@@ -123,16 +123,16 @@ def compare_runs(
         disturbed = not now
         now = now or shifted
     first_now, first_base = nows[0], baselines[0]
-    before, after = keyed_events(first_base.get("events", [])), keyed_events(first_now.get("events", []))
+    before, after = keyed_events(first_base.events), keyed_events(first_now.events)
     whole = median([r[_METHOD_KEY].value for r in base if _METHOD_KEY in r]) if any(_METHOD_KEY in r for r in base) else 0.0
     limits = _Limits(tolerance, noise_k, min_delta_us, min_share * whole, alpha, load)
-    named = {id(e): n for run in (first_base, first_now) for e, n in zip(run.get("events", []), readable_names(run.get("events", [])))}
+    named = {id(e): n for run in (first_base, first_now) for e, n in zip(run.events, readable_names(run.events))}
     deltas = []
     for key in list(after) + [k for k in before if k not in after]:
         event = after.get(key) or before[key]
-        kind, name, types = str(event.get("kind")), named[id(event)], op_types_text(event)
+        kind, name, types = str(event.kind), named[id(event)], op_types_text(event)
         if key not in before or key not in after:
-            value = event_spread(dict(event))[0]
+            value = event.spread[0]
             verdict = ADDED if key not in before else REMOVED
             base_v, now_v = (None, value) if verdict == ADDED else (value, None)
             deltas.append(EventDelta(key, kind, name, types, base_v, now_v, 0.0, verdict))
@@ -244,18 +244,18 @@ def _drop_disturbed(base: list[dict[str, _Sample]], now: list[dict[str, _Sample]
     return base, kept, now, load
 
 
-def _describe(baselines: Sequence[Mapping[str, Any]], nows: Sequence[Mapping[str, Any]]) -> list[str]:
+def _describe(baselines: Sequence[Profile], nows: Sequence[Profile]) -> list[str]:
     first_base, first_now = baselines[0], nows[0]
-    notes = [f"baseline: {len(baselines)} run(s), board {first_base.get('board')}, model {first_base.get('model')}, "
-             f"{first_base.get('iterations')} iterations",
-             f"now: {len(nows)} run(s), board {first_now.get('board')}, model {first_now.get('model')}, "
-             f"{first_now.get('iterations')} iterations"]
-    if first_base.get("board") != first_now.get("board"):
-        notes.append(f"warning: boards differ ({first_base.get('board')} vs {first_now.get('board')})")
+    notes = [f"baseline: {len(baselines)} run(s), board {first_base.board}, model {first_base.model}, "
+             f"{first_base.iterations} iterations",
+             f"now: {len(nows)} run(s), board {first_now.board}, model {first_now.model}, "
+             f"{first_now.iterations} iterations"]
+    if first_base.board != first_now.board:
+        notes.append(f"warning: boards differ ({first_base.board} vs {first_now.board})")
     if len(baselines) < MIN_BASELINE_RUNS:
         notes.append(f"baseline of {len(baselines)} run(s): judged by the spread inside each run only "
                      f"(keep {MIN_BASELINE_RUNS}+ runs in the history to judge across runs)")
-    few = sorted({int(p.get("iterations") or 0) for p in [*baselines, *nows] if int(p.get("iterations") or 0) < MIN_ITERATIONS})
+    few = sorted({int(p.iterations or 0) for p in [*baselines, *nows] if int(p.iterations or 0) < MIN_ITERATIONS})
     if few:
         notes.append(f"warning: run(s) with {', '.join(map(str, few))} iteration(s): fewer than {MIN_ITERATIONS} "
                      "cannot show a run's spread")

@@ -12,15 +12,18 @@ import fcntl
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from hil.analysis.profile_model import Profile, as_profile, history_profile
 from hil.analysis.statistics import summarize
 from hil.errors import AnalysisError, FileContentError
+from hil.json_record import thaw
+from hil.manifest import Manifest
 from hil.numerics.gate import numerics_summary
-from hil.regress.identity import keyed_events, series_name
+from hil.regress.identity import keyed_events
 from hil.validate.fields import one_line
 from hil.validate.files import read_head
 from hil.validate.history import SQLITE_HEADER, TABLES, check_event_row, check_header, check_run_row, check_tables
@@ -119,8 +122,8 @@ def _sdk_version(versions: dict[str, Any]) -> str | None:
 
 def record_run(
     path: Path,
-    profile: dict[str, Any],
-    manifest: dict[str, Any] | None = None,
+    profile: Profile | Mapping[str, Any],
+    manifest: Manifest | Mapping[str, Any] | None = None,
     *,
     passed: bool,
     test_id: str | None = None,
@@ -130,41 +133,40 @@ def record_run(
     when: str | None = None,
 ) -> int:
     """Append one run (its provenance, totals and per-event statistics); returns its row id."""
-    manifest = manifest or {}
-    files = manifest.get("files") or {}
-    versions = manifest.get("versions") or {}
-    totals = profile.get("totals_us") or {}
+    profile, manifest = as_profile(profile), Manifest.from_json(manifest or {})
+    versions = thaw(manifest.versions)
+    totals = thaw(profile.totals_us)
     run_row = {
-        "time": when or manifest.get("written_at") or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "git_commit": manifest.get("git_commit"),
-        "board": str(profile.get("board") or manifest.get("board") or "?"),
-        "probe_id": probe_id or manifest.get("probe_id"),
-        "model": series_name(profile) if profile.get("model") else str(manifest.get("model") or "?"),
+        "time": when or manifest.written_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "git_commit": manifest.git_commit,
+        "board": str(profile.board or manifest.board or "?"),
+        "probe_id": probe_id or manifest.extra.get("probe_id"),
+        "model": profile.series if profile.model else str(manifest.model or "?"),
         "test_id": test_id,
-        "firmware_sha256": manifest.get("firmware_sha256"),
-        "model_sha256": (files.get("model.pte") or {}).get("sha256"),
-        "etrecord_sha256": (files.get("etrecord.bin") or {}).get("sha256"),
+        "firmware_sha256": manifest.firmware_sha256,
+        "model_sha256": manifest.file_sha256("model.pte"),
+        "etrecord_sha256": manifest.file_sha256("etrecord.bin"),
         "versions": json.dumps(versions, sort_keys=True),
         "sdk_version": _sdk_version(versions),
-        "simulated": int(bool(profile.get("simulated"))),
-        "iterations": profile.get("iterations"),
-        "warmup": profile.get("warmup_iterations", 0),
+        "simulated": int(bool(profile.simulated)),
+        "iterations": profile.iterations,
+        "warmup": profile.warmup_iterations if "warmup_iterations" in profile else 0,
         "total_us": totals.get("method_execute"),
-        "npu_fraction": profile.get("npu_fraction"),
+        "npu_fraction": profile.npu_fraction,
         "totals": json.dumps(totals, sort_keys=True),
-        "memory": json.dumps(profile.get("memory") or {}, sort_keys=True),
+        "memory": json.dumps(thaw(profile.memory), sort_keys=True),
         "passed": int(bool(passed)),
         "artifacts": None if artifacts is None else str(artifacts),
         "comparison": None if comparison is None else json.dumps(comparison),
-        "time_scale": json.dumps(profile.get("time_scale") or {}, sort_keys=True),
-        "numerics": json.dumps(numerics_summary(profile.get("numerics")), sort_keys=True),
+        "time_scale": json.dumps(thaw(profile.time_scale), sort_keys=True),
+        "numerics": json.dumps(numerics_summary(profile.numerics), sort_keys=True),
     }
     event_rows = []
-    for seq, (key, event) in enumerate(keyed_events(profile.get("events", [])).items()):
-        stats = summarize(event.get("times_us") or []) or {c: event.get(c) for c in _EVENT_COLUMNS}
+    for seq, (key, event) in enumerate(keyed_events(profile.events).items()):
+        stats = summarize(event.times_us or ()) or {c: getattr(event, c) for c in _EVENT_COLUMNS}
         event_rows.append(
-            (seq, key, event.get("kind"), str(event.get("name")), json.dumps(list(event.get("op_types") or [])),
-             event.get("delegate_debug_id"), len(event.get("times_us") or []) or None, *(stats.get(c) for c in _EVENT_COLUMNS))
+            (seq, key, event.kind, str(event.name), json.dumps(list(event.op_types)),
+             event.delegate_debug_id, len(event.times_us or ()) or None, *(stats.get(c) for c in _EVENT_COLUMNS))
         )
     conn = connect(path)
     try:
@@ -232,25 +234,12 @@ def read_events(conn: sqlite3.Connection, run_id: int) -> list[dict[str, Any]]:
     return [check_event_row(row, path) for row in rows]
 
 
-def profile_from_history(run: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
-    """A profile-shaped dict rebuilt from history rows, so compare and charts take either."""
-    return {
-        "schema": "et-hil/profile/1",
-        "board": run["board"],
-        "model": run["model"],
-        "simulated": bool(run.get("simulated")),
-        "iterations": run.get("iterations"),
-        "time_unit": "us",
-        "events": events,
-        "totals_us": run.get("totals") or {},
-        "npu_fraction": run.get("npu_fraction"),
-        "memory": run.get("memory") or {},
-        "time_scale": run.get("time_scale") or {},
-        "numerics": run.get("numerics") or {},
-    }
+def profile_from_history(run: dict[str, Any], events: list[dict[str, Any]]) -> Profile:
+    """A profile rebuilt from history rows (the same Profile type, events with `times_us=None`)."""
+    return history_profile(run, events)
 
 
-def recent_runs(path: Path, series: str, board: str, limit: int) -> list[dict[str, Any]]:
+def recent_runs(path: Path, series: str, board: str, limit: int) -> list[Profile]:
     """The last `limit` passed runs of one program on one board, oldest first, as profiles: a baseline
     made of several runs, so a comparison can see how much runs differ from each other."""
     if not Path(path).is_file() or limit <= 0:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from hil.analysis.events import short_op
+from hil.analysis.profile_model import Event, Profile, as_event, as_profile
 
 # The Neutron profiling dump is instrumentation cost, not model work: shown, never judged.
 UNJUDGED_KINDS = frozenset({"profiling_dump"})
@@ -24,47 +25,45 @@ def event_key(kind: str, name: str, occurrence: int, method: str = "forward") ->
     return key if method == "forward" else f"{method}/{key}"
 
 
-def keyed_events(events: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+def keyed_events(events: Iterable[Event | Mapping[str, Any]]) -> dict[str, Event]:
     """Map each event's stable key to the event, in program order."""
     seen: dict[tuple[str, str, str], int] = {}
-    keyed: dict[str, Mapping[str, Any]] = {}
-    for event in events:
-        kind, name = str(event.get("kind", "")), str(event.get("name", ""))
-        method = str(event.get("method") or "forward")
+    keyed: dict[str, Event] = {}
+    for event in map(as_event, events):
+        kind, name, method = str(event.kind), str(event.name), event.method_name
         occurrence = seen.get((method, kind, name), 0)
         seen[(method, kind, name)] = occurrence + 1
         keyed[event_key(kind, name, occurrence, method)] = event
     return keyed
 
 
-def op_types_text(event: Mapping[str, Any]) -> str:
+def op_types_text(event: Event | Mapping[str, Any]) -> str:
     """Op types as one short cell of a table ("-" when the event maps to none)."""
-    types = event.get("op_types") or []
+    types = as_event(event).op_types
     return ", ".join(str(t) for t in types) if types else "-"
 
 
-def display_name(event: Mapping[str, Any]) -> str:
+def display_name(event: Event | Mapping[str, Any]) -> str:
     """What a person calls the event: NPU kernels by index, the rest by name."""
-    name = str(event.get("name", "?"))
-    if event.get("kind") == "npu_kernel":
+    event = as_event(event)
+    name = str(event.name if "name" in event else "?")
+    if event.kind == "npu_kernel":
         return f"npu kernel {name}"
-    if event.get("kind") == "delegate_op":
-        return f"{event.get('delegate_backend_name') or 'delegate'} {name}"
+    if event.kind == "delegate_op":
+        return f"{event.delegate_backend_name or 'delegate'} {name}"
     return name
 
 
-def series_name(profile: Mapping[str, Any]) -> str:
+def series_name(profile: Profile | Mapping[str, Any]) -> str:
     """Which program a run measured: the model, plus its delegate when it was lowered to one.
 
     `cifar10` run on the CPU and `cifar10` lowered to the Neutron backend are different programs;
     they get their own baselines and their own trend lines.
     """
-    model = str(profile.get("model") or "model")
-    delegate = profile.get("delegate")
-    return model if delegate in (None, "", "none") else f"{model}+{delegate}"
+    return as_profile(profile).series
 
 
-def readable_names(events: Sequence[Mapping[str, Any]]) -> list[str]:
+def readable_names(events: Sequence[Event | Mapping[str, Any]]) -> list[str]:
     """Per event, in order, what a reader of a chart or a CI page calls it.
 
     Neutron kernels are "0", "1", ... in every delegate call, so a kernel is named with its call and
@@ -72,13 +71,13 @@ def readable_names(events: Sequence[Mapping[str, Any]]) -> list[str]:
     as `display_name` says, with `#2`, `#3` on the later runs of a repeated operator.
     """
     names, call = [], -1
-    for event in events:
-        kind = event.get("kind")
+    for event in map(as_event, events):
+        kind = event.kind
         if kind == "delegate_call":
             call += 1
-        ops = ", ".join(dict.fromkeys(short_op(str(t)) for t in event.get("op_types") or []))
+        ops = ", ".join(dict.fromkeys(short_op(str(t)) for t in event.op_types))
         if kind == "npu_kernel":
-            names.append(f"call {max(call, 0)} / kernel {event.get('name')}" + (f": {ops}" if ops else ""))
+            names.append(f"call {max(call, 0)} / kernel {event.name if 'name' in event else None}" + (f": {ops}" if ops else ""))
         elif kind == "profiling_dump":
             names.append(f"call {max(call, 0)} / profiling dump")
         else:

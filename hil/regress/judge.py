@@ -1,8 +1,8 @@
-"""Judging one finished run: budgets, baseline, history, trace, key figures, in one place.
+"""Judging one finished run: budgets, baseline, history, in one place.
 
-The pytest hooks collect run folders and options and call `judge_run`; keeping the work here
-(not in the hook module) lets it be tested without a pytest session and reused by a pipeline
-callback later.
+The pytest hooks collect run folders and options, publish what a run shows (trace.json, key figures:
+hil.plugin_regress, through hil.report) and call `judge_run`; judging never publishes, so it
+can be tested without a pytest session and without the report side.
 """
 
 from __future__ import annotations
@@ -12,20 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil import atomic
-from hil.errors import HilError
-from hil.manifest import describe_files
+from hil.analysis.profile_model import Profile
 from hil.regress import history
 from hil.regress.baseline import find_baseline, write_baseline
 from hil.regress.budgets import Budget, check_budget, format_violations, load_file_budget, merge_budgets
 from hil.regress.compare import (DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_K, DEFAULT_TOLERANCE,
                                  MIN_BASELINE_RUNS, Comparison, compare_runs, comparison_to_dict, format_comparison)
 from hil.regress.gate import CANNOT_JUDGE, Decision, decide, no_baseline
-from hil.regress.identity import series_name
+from hil.manifest import Manifest
 from hil.regress.runs import LoadedRun, load_run, read_manifest
 from hil.regress.stats import drop_warmup
-from hil.report.figures import junit_properties
-from hil.report.trace import write_trace_json
 
 
 @dataclass
@@ -57,7 +53,7 @@ class Verdict:
     """The outcome for one run folder."""
 
     folder: Path
-    profile: dict[str, Any] | None
+    profile: Profile | None
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     properties: list[tuple[str, str]] = field(default_factory=list)
@@ -73,19 +69,11 @@ def budget_file(options: JudgeOptions, board: str) -> Path | None:
     return options.budgets / f"{board}.toml" if options.budgets.is_dir() else options.budgets
 
 
-def _refresh_manifest(folder: Path) -> None:
-    """Files added after the run (trace.json) are listed too, so the manifest stays true."""
-    manifest = read_manifest(folder)
-    if manifest:
-        manifest["files"] = describe_files(folder)
-        atomic.write_json(folder / "manifest.json", manifest)
-
-
-def _load(folder: Path) -> tuple[LoadedRun | None, dict[str, Any]]:
+def _load(folder: Path) -> tuple[LoadedRun | None, Manifest]:
     if (folder / "profile.json").is_file():
         run = load_run(folder)
         return run, run.manifest
-    return None, read_manifest(folder)
+    return None, Manifest.from_json(read_manifest(folder))
 
 
 def judge_run(folder: Path, options: JudgeOptions, *, marker_budget: Budget | None, test_passed: bool,
@@ -94,25 +82,19 @@ def judge_run(folder: Path, options: JudgeOptions, *, marker_budget: Budget | No
     folder = Path(folder)
     run, manifest = _load(folder)
     if run is None:  # the run itself failed: keep it in the history as a failure
-        verdict = Verdict(folder, None, notes=[f"{folder}: no profile.json (run failed: {manifest.get('error', '?')})"])
+        verdict = Verdict(folder, None, notes=[f"{folder}: no profile.json (run failed: {manifest.error or '?'})"])
         if options.history and manifest:
-            stub = {"board": manifest.get("board"), "model": manifest.get("model"), "events": []}
+            stub = Profile.from_json({"board": manifest.board, "model": manifest.model, "events": []})
             history.record_run(options.history, stub, manifest, passed=False, test_id=test_id,
                                probe_id=options.probe_id, artifacts=folder)
         return verdict
     profile = drop_warmup(run.profile, options.warmup)
     verdict = Verdict(folder, profile)
-    model, board = str(profile.get("model")), str(profile.get("board"))
-    try:
-        write_trace_json(folder)
-        _refresh_manifest(folder)
-    except (HilError, OSError) as exc:
-        verdict.notes.append(f"trace.json not written: {exc}")
+    model, board = str(profile.model), str(profile.board)
     _check_budget(verdict, options, marker_budget)
     _check_baseline(verdict, run, options, rerun)
-    verdict.properties = junit_properties(profile)
-    if verdict.decision is not None:
-        verdict.properties += verdict.decision.properties(f"hil.{profile.get('model')}")
+    if verdict.decision is not None:  # the key figures join these where they are published
+        verdict.properties += verdict.decision.properties(f"hil.{profile.model}")
     if options.history:
         history.record_run(
             options.history, profile, manifest, passed=test_passed and not verdict.failures, test_id=test_id,
@@ -123,19 +105,19 @@ def judge_run(folder: Path, options: JudgeOptions, *, marker_budget: Budget | No
 
 
 def _check_budget(verdict: Verdict, options: JudgeOptions, marker_budget: Budget | None) -> None:
-    profile = verdict.profile or {}
-    path = budget_file(options, str(profile.get("board")))
-    budget = merge_budgets(load_file_budget(path, str(profile.get("model"))) if path else None, marker_budget)
+    profile = verdict.profile or Profile()
+    path = budget_file(options, str(profile.board))
+    budget = merge_budgets(load_file_budget(path, str(profile.model)) if path else None, marker_budget)
     if budget is None or budget.empty:
         return
     violations = check_budget(profile, budget)
     if violations:
         verdict.failures.append(format_violations(violations, profile, budget, verdict.folder))
     else:
-        verdict.notes.append(f"{profile.get('model')}: budget met ({budget.source})")
+        verdict.notes.append(f"{profile.model}: budget met ({budget.source})")
 
 
-def _baselines(options: JudgeOptions, model: str, board: str) -> tuple[list[dict[str, Any]], str]:
+def _baselines(options: JudgeOptions, model: str, board: str) -> tuple[list[Profile], str]:
     """The baseline runs and where they came from: the history's last runs of this program when it holds
     enough of them to show the spread between runs, else the baseline file (one run)."""
     if options.history:
@@ -149,13 +131,13 @@ def _baselines(options: JudgeOptions, model: str, board: str) -> tuple[list[dict
 def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions, rerun: Rerun | None) -> None:
     if options.baseline is None:  # comparing is asked for with --hil-baseline; the history then serves it too
         return
-    profile = verdict.profile or {}
-    model = series_name(profile)
+    profile = verdict.profile or Profile()
+    model = profile.series
     if options.baseline_update:
         written = write_baseline(LoadedRun(profile, run.source, run.folder, run.manifest), options.baseline)
         verdict.notes.append(f"{model}: baseline updated: {written}")
         return
-    baselines, source = _baselines(options, model, str(profile.get("board")))
+    baselines, source = _baselines(options, model, str(profile.board))
     if not baselines:
         verdict.decision = no_baseline(str(options.baseline), strict=options.strict)
         said = (f"{model}: {verdict.decision.reason}; not compared (write one with --hil-baseline-update or "

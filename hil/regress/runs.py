@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hil.analysis.profile_model import Profile, as_profile
 from hil.errors import AnalysisError
+from hil.manifest import Manifest
 from hil.validate.files import read_json
 from hil.validate.profile import BASELINE_SCHEMA, PROFILE_SCHEMA, check_baseline, check_profile
 
@@ -19,13 +21,17 @@ __all__ = ["BASELINE_SCHEMA", "PROFILE_SCHEMA", "LoadedRun", "load_run", "read_j
 
 @dataclass
 class LoadedRun:
-    """A profile plus what is known of where it came from."""
+    """A profile plus what is known of where it came from (an empty Manifest when nothing is)."""
 
-    profile: dict[str, Any]
+    profile: Profile
     source: Path
     folder: Path | None = None
-    manifest: dict[str, Any] = field(default_factory=dict)
+    manifest: Manifest = field(default_factory=Manifest)
     provenance: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.profile = as_profile(self.profile)
+        self.manifest = Manifest.from_json(self.manifest)
 
     @property
     def label(self) -> str:

@@ -1,4 +1,4 @@
-"""Per-event statistics over iterations, and dropping warm-up iterations before computing them.
+"""Per-event statistics over iterations, and statistics across runs (warm-up: hil.analysis.warmup).
 
 The median (p50) is what baselines compare, because one preempted iteration must not move it.
 The spread is the median absolute deviation (MAD) for the same reason; `MAD_TO_SIGMA` turns it
@@ -8,95 +8,34 @@ into a standard-deviation estimate for normally distributed noise, which the noi
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hil.analysis.statistics import mad, percentile, summarize
-from hil.errors import AnalysisError
+from hil.analysis.profile_model import STAT_FIELDS, Event, Profile, as_event  # noqa: F401  (STAT_FIELDS re-exported)
+from hil.analysis.statistics import mad, percentile
+from hil.analysis.warmup import drop_warmup, recompute_totals, with_statistics  # noqa: F401  (re-exported)
 
 # For normal noise, sigma = 1.4826 * MAD (1 / Phi^-1(3/4)).
 MAD_TO_SIGMA = 1.4826
-STAT_FIELDS = ("p50_us", "p90_us", "min_us", "max_us", "mad_us", "mean_us")
 
 
-def add_statistics(profile: dict[str, Any]) -> dict[str, Any]:
-    """Fill every event's statistics from its `times_us`, in place; returns the same dict.
-
-    Events without times keep what they have (a profile rebuilt from history stores only the
-    statistics), so calling this twice, or on such a profile, is harmless.
-    """
-    for event in profile.get("events", []):
-        times = event.get("times_us") or []
-        if times:
-            event.update(summarize(times))
-    return profile
+def add_statistics(profile: Profile | Mapping[str, Any]) -> Profile:
+    """Every event's statistics from its `times_us`; events without times (history rows) keep theirs."""
+    return with_statistics(profile)
 
 
-def recompute_totals(profile: dict[str, Any]) -> dict[str, Any]:
-    """Totals and NPU fraction redone with the analysis's own definitions, after dropping iterations."""
-    from hil.analysis.totals import iterations_of, main_method, method_events, totals_from_events
-
-    events = profile.get("events", [])
-    for method, summary in (profile.get("methods") or {}).items():
-        theirs = method_events(events, method)
-        method_totals, method_fraction = totals_from_events(theirs, iterations_of(theirs))
-        summary.update(iterations=iterations_of(theirs), totals_us=method_totals, npu_fraction=method_fraction)
-    mine = method_events(events, main_method(events))
-    totals, fraction = totals_from_events(mine, iterations_of(mine))
-    profile["totals_us"] = totals
-    profile["npu_fraction"] = fraction
-    return profile
-
-
-def drop_warmup(profile: dict[str, Any], warmup: int) -> dict[str, Any]:
-    """A copy of `profile` without its first `warmup` iterations, with statistics and totals redone.
-
-    Warm-up iterations pay for cold caches and lazy initialisation, which a nightly comparison must
-    not see. The copy records `warmup_iterations`, and a profile already trimmed is not trimmed again.
-    """
-    if warmup < 0:
-        raise ValueError(f"warm-up must be >= 0, got {warmup}")
-    if warmup == 0 or profile.get("warmup_iterations"):
-        return add_statistics(copy.deepcopy(profile))
-    iterations = int(profile.get("iterations") or 0)
-    if iterations and warmup >= iterations:
-        raise AnalysisError(
-            f"model '{profile.get('model')}' on board '{profile.get('board')}': warm-up {warmup} leaves none of "
-            f"its {iterations} iterations; run at least {warmup + 1} (--hil-iterations)"
-        )
-    trimmed = copy.deepcopy(profile)
-    for event in trimmed.get("events", []):
-        for key in ("times_us", "call_overhead_us"):
-            if event.get(key):
-                event[key] = list(event[key][warmup:])
-    if iterations:
-        trimmed["iterations"] = iterations - warmup
-    trimmed["warmup_iterations"] = warmup
-    add_statistics(trimmed)
-    return recompute_totals(trimmed)
-
-
-def event_spread(event: dict[str, Any]) -> tuple[float, float]:
+def event_spread(event: Event | Mapping[str, Any]) -> tuple[float, float]:
     """(p50, MAD) of an event, from its times when present, else from stored statistics."""
-    times = event.get("times_us") or []
-    if times:
-        stats = summarize(times)
-        return stats["p50_us"], stats["mad_us"]
-    return float(event.get("p50_us") or 0.0), float(event.get("mad_us") or 0.0)
+    return as_event(event).spread
 
 
-def event_fastest(event: dict[str, Any]) -> float:
+def event_fastest(event: Event | Mapping[str, Any]) -> float:
     """An event's fastest iteration, from its times when present, else its stored `min_us` (history rows).
 
     On a shared machine other jobs only ever add time to an iteration, so the fastest one is the run's
     least disturbed measure of what the program costs; `hil.regress.compare` judges host times by it.
     """
-    times = event.get("times_us") or []
-    if times:
-        return float(min(times))
-    stored = event.get("min_us")
-    return float(stored if stored is not None else event.get("p50_us") or 0.0)
+    return as_event(event).fastest
 
 
 # --- statistics across runs: what judges a run against several earlier ones ------------------------

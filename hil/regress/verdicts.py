@@ -9,14 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hil.analysis.events import DELEGATE_CALL, METHOD
+from hil.defaults import MIN_ITERATIONS  # noqa: F401  (re-exported: compare reads it here)
 from hil.regress.power import best_p_value
 
 DEFAULT_TOLERANCE = 0.05
 DEFAULT_NOISE_K = 3.0
 DEFAULT_MIN_SHARE = 0.001
 DEFAULT_ALPHA = 0.1
-# Fewer iterations than this cannot show a run's own spread.
-MIN_ITERATIONS = 5
 # Fewer baseline runs than this: no spread between runs can be estimated.
 MIN_BASELINE_RUNS = 3
 

@@ -7,37 +7,38 @@ a CI page, a Grafana panel and the HTML report never disagree about what a run m
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from hil.analysis.profile_model import Event, Profile, as_profile
 from hil.regress.identity import op_types_text, readable_names
-from hil.regress.stats import event_spread
 
 TOP_KERNELS = 3
 
 
-def top_events(profile: dict[str, Any], kinds: tuple[str, ...] = ("npu_kernel", "cpu_op"), n: int = TOP_KERNELS) -> list[dict[str, Any]]:
+def top_events(profile: Profile | Mapping[str, Any], kinds: tuple[str, ...] = ("npu_kernel", "cpu_op"),
+               n: int = TOP_KERNELS) -> list[Event]:
     """The `n` slowest events of the given kinds by p50, slowest first."""
-    chosen = [e for e in profile.get("events", []) if e.get("kind") in kinds]
-    return sorted(chosen, key=lambda e: -event_spread(e)[0])[:n]
+    chosen = as_profile(profile).of_kind(*kinds)
+    return sorted(chosen, key=lambda e: -e.spread[0])[:n]
 
 
-def key_figures(profile: dict[str, Any]) -> dict[str, Any]:
+def key_figures(profile: Profile | Mapping[str, Any]) -> dict[str, Any]:
     """The key figures; the top events named as a reader calls them (`call 0 / kernel 1: convolution`)."""
-    totals = profile.get("totals_us") or {}
-    events = profile.get("events", [])
-    labels = {id(e): label for e, label in zip(events, readable_names(events))}
+    profile = as_profile(profile)
+    totals = profile.totals_us
+    labels = {id(e): label for e, label in zip(profile.events, readable_names(profile.events))}
     return {
         "total_us": totals.get("method_execute"),
-        "npu_fraction": profile.get("npu_fraction"),
+        "npu_fraction": profile.npu_fraction,
         "npu_kernels_us": totals.get("npu_kernels"),
         "cpu_ops_us": totals.get("cpu_ops"),
-        "cpu_fallback_ops": list(profile.get("cpu_fallback_ops") or []),
-        "top": [(labels[id(e)], e.get("kind"), op_types_text(e), event_spread(e)[0]) for e in top_events(profile)],
+        "cpu_fallback_ops": list(profile.cpu_fallback_ops),
+        "top": [(labels[id(e)], e.kind, op_types_text(e), e.spread[0]) for e in top_events(profile)],
     }
 
 
-def junit_properties(profile: dict[str, Any], prefix: str | None = None) -> list[tuple[str, str]]:
+def junit_properties(profile: Profile | Mapping[str, Any], prefix: str | None = None) -> list[tuple[str, str]]:
     """`(name, value)` pairs of machine-readable key figures; `prefix` keeps two models of one test apart.
 
     Every value is a number or a name (never a sentence), so a CI dashboard can plot or filter it
@@ -45,8 +46,9 @@ def junit_properties(profile: dict[str, Any], prefix: str | None = None) -> list
     `.cpu_fallback_op_count` and `.cpu_fallback_ops` (comma-separated op names), and for the slowest
     events `.topN.p50_us`, `.topN.kind`, `.topN.name` (an NPU kernel with its call and op types).
     """
+    profile = as_profile(profile)
     figures = key_figures(profile)
-    base = f"hil.{prefix or profile.get('model')}"
+    base = f"hil.{prefix or profile.model}"
     props = []
     for key in ("total_us", "npu_fraction", "npu_kernels_us", "cpu_ops_us"):
         if figures[key] is not None:
@@ -93,27 +95,26 @@ def _metadata(metric: str, unit: str, help_text: str) -> list[str]:
     return [f"# TYPE {metric} gauge", *([f"# UNIT {metric} {unit}"] if unit else []), f"# HELP {metric} {help_text}"]
 
 
-def openmetrics_text(runs: Iterable[tuple[dict[str, Any], dict[str, Any]]]) -> str:
+def openmetrics_text(runs: Iterable[tuple[Profile | Mapping[str, Any], dict[str, Any]]]) -> str:
     """OpenMetrics exposition for (profile, extra labels) pairs; ends with `# EOF` as the format requires."""
-    runs = list(runs)
+    runs = [(as_profile(profile), extra) for profile, extra in runs]
     lines: list[str] = []
     for metric, unit, help_text, pick in _GAUGES:
         samples = []
         for profile, extra in runs:
             value = pick(key_figures(profile))
             if value is not None:
-                labels = {"model": profile.get("model"), "board": profile.get("board"), **extra}
+                labels = {"model": profile.model, "board": profile.board, **extra}
                 samples.append(f"{metric}{_labels(labels)} {float(value):.6g}")
         if samples:
             lines += [*_metadata(metric, unit, help_text), *samples]
     event_samples = []
     for profile, extra in runs:
-        for event in profile.get("events", []):
-            if event.get("kind") in ("npu_kernel", "cpu_op"):
-                labels = {"model": profile.get("model"), "board": profile.get("board"), **extra, "kind": event.get("kind"),
-                          "event": event.get("name"), "op_types": op_types_text(event)}
-                seconds = event_spread(event)[0] / US_PER_S
-                event_samples.append(f"{EVENT_METRIC}{_labels(labels)} {seconds:.6g}")
+        for event in profile.of_kind("npu_kernel", "cpu_op"):
+            labels = {"model": profile.model, "board": profile.board, **extra, "kind": event.kind,
+                      "event": event.name, "op_types": op_types_text(event)}
+            seconds = event.spread[0] / US_PER_S
+            event_samples.append(f"{EVENT_METRIC}{_labels(labels)} {seconds:.6g}")
     if event_samples:
         lines += [*_metadata(EVENT_METRIC, "seconds", "p50 of one event"), *_dedupe(event_samples)]
     return "\n".join(lines + ["# EOF"]) + "\n"

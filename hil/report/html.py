@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from hil import atomic
+from hil.analysis.profile_model import Profile
 from hil.regress import history
 from hil.regress.compare import Comparison, compare_profiles
 from hil.regress.identity import op_types_text, readable_names
-from hil.regress.stats import event_spread
 from hil.report import svg
 from hil.report.timeline import layout_iteration
 
@@ -52,19 +52,18 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1f}"
 
 
-def _bars(profile: dict[str, Any]) -> str:
-    events = [e for e in profile.get("events", []) if e.get("kind") in ("npu_kernel", "cpu_op")]
-    events = sorted(events, key=lambda e: -event_spread(e)[0])[:MAX_BARS]
-    names = {id(e): name for e, name in zip(profile.get("events", []), readable_names(profile.get("events", [])))}
-    bars = [svg.Bar(names[id(e)], event_spread(e)[0], str(e.get("kind")),
-                    f"{names[id(e)]} ({e.get('kind')}; op types {op_types_text(e)})") for e in events]
+def _bars(profile: Profile) -> str:
+    events = sorted(profile.of_kind("npu_kernel", "cpu_op"), key=lambda e: -e.spread[0])[:MAX_BARS]
+    names = {id(e): name for e, name in zip(profile.events, readable_names(profile.events))}
+    bars = [svg.Bar(names[id(e)], e.spread[0], str(e.kind),
+                    f"{names[id(e)]} ({e.kind}; op types {op_types_text(e)})") for e in events]
     if not bars:
         return "<p>No operator events.</p>"
-    totals = profile.get("totals_us") or {}
+    totals = profile.totals_us
     legend = ('<p class="legend"><span class="npu" style="background:#2a9d8f"></span>NPU kernels '
               f"{_fmt(totals.get('npu_kernels'))} us<span style=\"background:#e76f51\"></span>CPU operators "
-              f"{_fmt(totals.get('cpu_ops'))} us; NPU fraction {_fmt(profile.get('npu_fraction'), 3)}</p>")
-    return legend + svg.bar_chart(bars, label=f"per-op p50 of {profile.get('model')}")
+              f"{_fmt(totals.get('cpu_ops'))} us; NPU fraction {_fmt(profile.npu_fraction, 3)}</p>")
+    return legend + svg.bar_chart(bars, label=f"per-op p50 of {profile.model}")
 
 
 def _diff_table(comparison: Comparison, title: str, limit: int = 10) -> str:
@@ -145,7 +144,7 @@ def _headline(run: dict[str, Any]) -> str:
             f"against {escape(baseline)}.</p>")
 
 
-def _section(model: str, board: str, runs: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> str:
+def _section(model: str, board: str, runs: list[dict[str, Any]], profiles: list[Profile]) -> str:
     points = [svg.TrendPoint(f"{run['time']} {str(run.get('git_commit') or '')[:8]}".strip(), run.get("total_us"),
                              run.get("npu_fraction"), _flags(run)) for run in runs]
     latest, latest_run = profiles[-1], runs[-1]
@@ -178,7 +177,7 @@ def render_report(db_path: Path) -> str:
     conn = history.open_existing(db_path)
     try:
         runs = history.read_runs(conn)
-        groups: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+        groups: dict[tuple[str, str], list[tuple[dict[str, Any], Profile]]] = {}
         for run in runs:
             profile = history.profile_from_history(run, history.read_events(conn, run["id"]))
             groups.setdefault((run["model"], run["board"]), []).append((run, profile))

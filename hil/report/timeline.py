@@ -12,10 +12,11 @@ the kernels, and says so in its span's `note`, as does one longer than the call 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hil.analysis.profile_model import Event, Profile, as_profile
 from hil.regress.identity import readable_names
 
 # Events that run inside a delegate call: Neutron kernels and dump, any other delegate's operators.
@@ -32,18 +33,18 @@ class Span:
     note: str = ""  # why the span overlaps others or runs past its container, when it does
 
 
-def _duration(event: dict[str, Any], iteration: int | None) -> float:
-    times = event.get("times_us") or []
+def _duration(event: Event, iteration: int | None) -> float:
+    times = event.times_us or ()
     if iteration is not None and iteration < len(times):
         return float(times[iteration])
-    return float(event.get("p50_us") or (sorted(times)[len(times) // 2] if times else 0.0))
+    return float(event.p50_us or (sorted(times)[len(times) // 2] if times else 0.0))
 
 
-def _npu_groups(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    groups: list[list[dict[str, Any]]] = []
+def _npu_groups(events: list[Event]) -> list[list[Event]]:
+    groups: list[list[Event]] = []
     previous_npu = False
     for event in events:
-        is_npu = event.get("kind") in NPU_KINDS
+        is_npu = event.kind in NPU_KINDS
         if is_npu and not previous_npu:
             groups.append([])
         if is_npu:
@@ -52,24 +53,25 @@ def _npu_groups(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return groups
 
 
-def layout_iteration(profile: dict[str, Any], iteration: int | None = 0, offset_us: float = 0.0) -> list[Span]:
+def layout_iteration(profile: Profile | Mapping[str, Any], iteration: int | None = 0, offset_us: float = 0.0) -> list[Span]:
     """Spans of one iteration (None: the p50 of each event), starting at `offset_us`."""
-    events = [dict(e, name=label) for e, label in zip(profile.get("events", []), readable_names(profile.get("events", [])))]
-    dur: Callable[[dict[str, Any]], float] = lambda e: _duration(e, iteration)  # noqa: E731
-    explicit = all(e.get("start_us") is not None for e in events) and events
+    profile = as_profile(profile)
+    events = [e.replace(name=label) for e, label in zip(profile.events, readable_names(profile.events))]
+    dur: Callable[[Event], float] = lambda e: _duration(e, iteration)  # noqa: E731
+    explicit = all(e.start_us is not None for e in events) and events
     spans: list[Span] = []
     if explicit:
         for e in events:
-            starts = e["start_us"] if isinstance(e["start_us"], list) else [e["start_us"]]
+            starts = e.start_us if isinstance(e.start_us, tuple) else (e.start_us,)
             start = starts[iteration] if iteration is not None and iteration < len(starts) else starts[0]
-            spans.append(Span(e["kind"], str(e["name"]), list(e.get("op_types") or []), offset_us + start, dur(e)))
+            spans.append(Span(e.kind, str(e.name), list(e.op_types), offset_us + start, dur(e)))
         return spans
     groups = _npu_groups(events)
     cursor = offset_us
     call_index = 0
     for e in events:
-        kind = e.get("kind")
-        span = lambda start, ev=e: Span(str(ev.get("kind")), str(ev.get("name")), list(ev.get("op_types") or []), start, dur(ev))  # noqa: E731
+        kind = e.kind
+        span = lambda start, ev=e: Span(str(ev.kind), str(ev.name), list(ev.op_types), start, dur(ev))  # noqa: E731
         if kind == "method":
             spans.append(span(offset_us))
         elif kind in ("cpu_op", "delegate_call"):
@@ -80,7 +82,7 @@ def layout_iteration(profile: dict[str, Any], iteration: int | None = 0, offset_
             cursor += dur(e)
     for group in groups[call_index:]:  # NPU events with no delegate call to sit in: after the CPU work
         for npu in group:
-            spans.append(Span(str(npu.get("kind")), str(npu.get("name")), list(npu.get("op_types") or []), cursor, dur(npu)))
+            spans.append(Span(str(npu.kind), str(npu.name), list(npu.op_types), cursor, dur(npu)))
             cursor += dur(npu)
     return spans
 
@@ -90,12 +92,12 @@ OVERLAPS_KERNELS = "overlaps the kernels (the dump's time includes theirs)"
 LONGER_THAN_CALL = "longer than its delegate call (timed on the NPU's clock)"
 
 
-def _inside_call(group: list[dict[str, Any]], start: float, length: float, span: Callable[..., Span],
-                 dur: Callable[[dict[str, Any]], float]) -> list[Span]:
+def _inside_call(group: list[Event], start: float, length: float, span: Callable[..., Span],
+                 dur: Callable[[Event], float]) -> list[Span]:
     """The NPU events of one delegate call, one after another from its start; see the module docstring."""
     out, inner = [], start
     for npu in group:
-        if npu.get("kind") == "profiling_dump" and inner + dur(npu) > start + length + 1e-9:
+        if npu.kind == "profiling_dump" and inner + dur(npu) > start + length + 1e-9:
             placed = span(start, npu)
             placed.note = OVERLAPS_KERNELS + ("; " + LONGER_THAN_CALL if dur(npu) > length + 1e-9 else "")
             out.append(placed)
@@ -105,7 +107,7 @@ def _inside_call(group: list[dict[str, Any]], start: float, length: float, span:
     return out
 
 
-def iteration_length(profile: dict[str, Any], iteration: int | None) -> float:
+def iteration_length(profile: Profile | Mapping[str, Any], iteration: int | None) -> float:
     """How long one iteration lasts on the time axis (Method::execute, else the end of its last span)."""
     spans = layout_iteration(profile, iteration)
     method = [s.dur_us for s in spans if s.kind == "method"]

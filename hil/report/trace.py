@@ -15,7 +15,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from collections.abc import Mapping
+
 from hil import atomic
+from hil.analysis.profile_model import Profile, as_profile
 from hil.regress.runs import load_run
 from hil.report.timeline import Span, iteration_length, lanes_of, layout_iteration
 from hil.validate.files import read_bytes
@@ -31,13 +34,14 @@ ITERATION_GAP_US = 10.0
 _INFERENCE = re.compile(r"Inference time:", re.IGNORECASE)
 
 
-def build_trace(profile: dict[str, Any], console_lines: list[str]) -> dict[str, Any]:
+def build_trace(profile: Profile | Mapping[str, Any], console_lines: list[str]) -> dict[str, Any]:
     """The trace as a dict in the Chrome trace event format."""
-    iterations = max([len(e.get("times_us") or []) for e in profile.get("events", [])] + [1])
+    profile = as_profile(profile)
+    iterations = max([len(e.times_us or ()) for e in profile.events] + [1])
     pid = 1
     events: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
-         "args": {"name": f"{profile.get('model')} on {profile.get('board')}"}},
+         "args": {"name": f"{profile.model} on {profile.board}"}},
     ]
     events += [{"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": TRACK_NAMES[kind]}}
                for kind, tid in TRACKS.items()]
@@ -61,8 +65,8 @@ def build_trace(profile: dict[str, Any], console_lines: list[str]) -> dict[str, 
                     "args": {"sort_index": _tid(kind, lane)}}]
     events += _console_events(console_lines, ends, pid)
     return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {"model": profile.get("model"), "board": profile.get("board"),
-                          "simulated": profile.get("simulated"), "time_unit": "us"}}
+            "otherData": {"model": profile.model, "board": profile.board,
+                          "simulated": profile.simulated, "time_unit": "us"}}
 
 
 def _tid(kind: str, lane: int) -> int:

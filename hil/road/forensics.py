@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.atomic import write_json
+from hil.defaults import DEFAULT_FAULT_HANDLERS  # noqa: F401  (re-exported: callers import it here)
 from hil.errors import TargetError
 from hil.road.fault_registers import (
     FAULT_EXCEPTIONS, SAU_SFSR, SCB_CFSR, SCB_FAULT_BLOCK_WORDS, STACKED_FRAME, ExcReturn, FaultCause,
@@ -33,10 +34,6 @@ from hil.road.fault_registers import (
 )
 from hil.road.gdbmi import GdbMiSession, StopEvent
 
-# The handler names of CMSIS and NXP's MCUXpresso startup code (and of the QEMU replay image).
-DEFAULT_FAULT_HANDLERS = (
-    "HardFault_Handler", "MemManage_Handler", "BusFault_Handler", "UsageFault_Handler", "SecureFault_Handler",
-)
 BACKTRACE_DEPTH = 16
 SIGNAL_FRAME = "<signal handler called>"  # how gdb names the exception frame it unwinds through
 _INFO_LINE = re.compile(r'Line (\d+) of "([^"]+)"')

@@ -2,10 +2,10 @@
 
 One image serves any `--iterations` / `--warmup`: the firmware stops at `hil_config_ready`
 (firmware/common/hil_result.h), where the debugger writes `hil_run_config.iterations`, `.warmup`
-and, last, `.magic`; the firmware then prints what it took (`Run config: ...`). Before this
-handshake the count was compiled in and the harness's count was silently ignored, so every step
-here refuses rather than guesses: an image without the symbols, a count above the image's
-`max_runs`, and a console that does not echo exactly what was written are all errors.
+and, last, `.magic`; the firmware then prints what it took (`Run config: ...`). A count the image
+did not take would be measured as if it had, so every step here refuses rather than guesses: an
+image without the symbols, a count above the image's `max_runs`, and a console that does not echo
+exactly what was written are all errors.
 
 Shared by every board (QEMU and the RT700 bench): after the board's reset, `run_planned()`
 replaces a bare `run_to_breakpoint()`.
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from hil.analysis.console import RUN_CONFIG_ANY, RunConfig, parse_run_config
 from hil.errors import TargetError, TargetFault, TargetHang
 from hil.config import MemoryRegion
-from hil.inputs import whole_number
+from hil.checks import whole_number
 from hil.numerics.tensors import InputTensor
 from hil.road.capture import CONSOLE_LAG_S, RunContext, continue_to_breakpoint, run_to_breakpoint
 from hil.road.gdbmi import GdbMiSession, StopEvent

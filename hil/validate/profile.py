@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from hil.analysis.events import KINDS, METHOD
+from hil.analysis.profile_model import SCHEMA
 from hil.validate.fields import Fields, at
 
-PROFILE_SCHEMA = "et-hil/profile/1"
+PROFILE_SCHEMA = SCHEMA  # written once, by the model (hil.analysis.profile_model)
 BASELINE_SCHEMA = "et-hil/baseline/1"
 # Per-event statistics (hil.analysis.statistics.summarize) and the call-overhead median.
 STATISTICS = ("p50_us", "p90_us", "min_us", "max_us", "mad_us", "mean_us", "call_overhead_p50_us")

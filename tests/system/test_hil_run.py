@@ -33,6 +33,15 @@ def test_hil_run_profiles_a_user_model_it_has_never_seen(run_cli, tmp_path):
     assert "trace.json" in json.loads((out / "manifest.json").read_text())["files"]
 
 
+def test_hil_run_json_prints_what_profile_json_holds(run_cli, tmp_path):
+    out = tmp_path / "run"
+    done = run_cli("run", "--board", "qemu", "--model", "cifar10", "--delegate", "none", "--out", str(out),
+                   "--iterations", "2", "--json", "-q")
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed == {"artifacts": str(out), "profile": json.loads((out / "profile.json").read_text())}
+
+
 def test_a_breakpoint_that_does_not_exist_fails_fast_and_names_it(run_cli, qemu_board_file, tmp_path):
     board = qemu_board_file(**{'breakpoint = "hil_etdump_ready"': 'breakpoint = "no_such_function"'})
     out = tmp_path / "run"

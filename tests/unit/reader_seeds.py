@@ -36,7 +36,7 @@ def _folder(root: Path, name: str, art: Path, stem: str, dump: bytes, time_scale
                 "model_name": stem, "delegate": delegate, "iterations": 3, "warmup": 0, "status": "passed",
                 "time_scale": time_scale, "files": listing(folder)}
     (folder / "manifest.json").write_text(json.dumps(manifest))
-    (folder / "profile.json").write_text(json.dumps(inspect_run(folder)))  # the profile `hil run` would write
+    (folder / "profile.json").write_text(json.dumps(inspect_run(folder).to_json()))  # the profile `hil run` would write
     manifest["files"] = listing(folder)
     (folder / "manifest.json").write_text(json.dumps(manifest))
     return folder

@@ -5,7 +5,6 @@ Truths: ETDumps decoded by ExecuTorch's own deserializer, and clocks written int
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import shutil
@@ -14,16 +13,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from hil.analysis.inspect_cmd import bare_time_scale, has_neutron_delegate, inspect_files, inspect_run
+from hil.analysis.inspect_cmd import InspectRequest, bare_time_scale, has_neutron_delegate, inspect_files, inspect_run
 from hil.analysis.timescale import TimeScale, board_time_scale
 from hil.errors import AnalysisError
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _args(**given: object) -> argparse.Namespace:
-    base = dict(clock_mhz=None, board_config=None, ns=False, etrecord=None, pte=None, json=True, no_verify=False)
-    return argparse.Namespace(**{**base, **given})
+def _args(**given: object) -> InspectRequest:
+    base = dict(path=Path("unused"), clock_mhz=None, board_config=None, ns=False, etrecord=None, pte=None, json=True,
+                no_verify=False)
+    return InspectRequest(**{**base, **given})  # type: ignore[arg-type]
 
 
 NEUTRON = SimpleNamespace(_delegate_map={"forward": {0: {"name": "NeutronBackend", "delegate_map": {}}}})
@@ -206,3 +206,38 @@ def test_the_manifests_clock_name_and_board_win(run_folder: Path):
     assert method["times_us"] == [round(t / 2000, 3) for t in _method_ns(run_folder / "trace.etdump")[1:]]
     assert (profile["model"], profile["board"], profile["simulated"]) == ("net", "rt700", False)
     assert profile["console"]["inference_times_us"] == [9] and "pte" not in profile["memory"]
+
+
+def _my_bench(tmp_path: Path) -> Path:
+    """A user's own board file of kind rt700 under another name (the README's `my_bench`)."""
+    text = (REPO / "boards" / "rt700.toml").read_text().replace('name = "rt700"', 'name = "my_bench"', 1)
+    path = tmp_path / "my_bench.toml"
+    path.write_text(text)
+    return path
+
+
+def test_inspect_of_a_session_run_on_an_rt700_kind_board_file_says_not_simulated(run_folder, tmp_path, capsys):
+    """The `hil_board` session's finish (hil.run_folder.finish_session), then `hil inspect RUN_DIR --json`."""
+    from hil.analysis.profile import build_profile
+    from hil.config import load_board_config
+    from hil.run_folder import RunFolder, finish_profile, finish_session, is_simulated
+
+    cfg = load_board_config(path=_my_bench(tmp_path))
+    assert (cfg.name, cfg.kind) == ("my_bench", "rt700")
+    (run_folder / "manifest.json").unlink()
+    scale = TimeScale.nanoseconds()
+    built = build_profile(run_folder / "trace.etdump", run_folder / "etrecord.bin", board=cfg.name, model="tiny",
+                          simulated=is_simulated(cfg.kind), time_scale=scale)
+    finish_session(RunFolder(run_folder), cfg, finish_profile(built), run_folder / "model.pte", scale)
+    manifest = json.loads((run_folder / "manifest.json").read_text())
+    assert (manifest["board"], manifest["board_kind"], manifest["simulated"]) == ("my_bench", "rt700", False)
+    assert inspect_files(_args(path=run_folder)) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["board"], printed["simulated"]) == ("my_bench", False)
+    # A manifest that records the board's kind but not `simulated`: the kind decides, not the name.
+    del manifest["simulated"]
+    (run_folder / "manifest.json").write_text(json.dumps(manifest))
+    assert inspect_run(run_folder)["simulated"] is False
+    manifest["board_kind"] = "qemu"
+    (run_folder / "manifest.json").write_text(json.dumps(manifest))
+    assert inspect_run(run_folder)["simulated"] is True

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hil.boards import open_board
+from hil.progress import Lines, Within
 from hil.boards.base import RunPlan
 from hil.boards.qemu import QemuBoard
 from hil.config import BoardConfig, load_board_config
@@ -71,8 +72,9 @@ def kill_child_soon(prefix: str, delay: float) -> threading.Thread:
 
 
 def test_full_cycle_returns_the_exact_etdump(cfg, etdump, cache, tmp_path: Path) -> None:
+    said: list[str] = []
     elf = image(etdump, cache)
-    board = open_board(cfg, tmp_path)
+    board = open_board(cfg, tmp_path, Within(Lines(said.append, durations=False)))
     assert isinstance(board, QemuBoard)
     with board:
         start = time.monotonic()
@@ -93,6 +95,9 @@ def test_full_cycle_returns_the_exact_etdump(cfg, etdump, cache, tmp_path: Path)
     assert writes == [("iterations", "2"), ("warmup", "1"), ("magic", str(0x314C4948))]  # magic last
     assert capture.serial_log.read_bytes() == capture.console.encode()
     assert set(capture.steps_s) == set(STEPS) and all(t > 0 for t in capture.steps_s.values())
+    # Each of the board's own steps was announced live, in order, as it started (hil.progress.Within).
+    assert [line.split()[0] for line in said] == ["start", "download", "run", "read", "let"], said
+    assert said[2] == f"  run {PLAN.describe()} to {cfg.breakpoint}…"
     assert {"serial.log", "mi.log", "qemu.log", "trace.etdump"} <= {p.name for p in tmp_path.iterdir()}
     print(f"\nQemuBoard cycle {total:.3f} s:", ", ".join(f"{k} {v:.3f}" for k, v in capture.steps_s.items()))
 

@@ -55,9 +55,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def _different_programs(a: "LoadedRun", b: "LoadedRun") -> str | None:
     """Why two runs are not runs of one model on one board (naming both files), or None when they are."""
-    for key in ("model", "board"):
-        if a.profile.get(key) != b.profile.get(key):
-            return f"A ({a.label}) is {key} {a.profile.get(key)!r}, B ({b.label}) is {key} {b.profile.get(key)!r}"
+    for key, mine, theirs in (("model", a.profile.model, b.profile.model), ("board", a.profile.board, b.profile.board)):
+        if mine != theirs:
+            return f"A ({a.label}) is {key} {mine!r}, B ({b.label}) is {key} {theirs!r}"
     return None
 
 
@@ -70,7 +70,7 @@ def _cmd_baseline_update(args: argparse.Namespace) -> int:
     run = load_run(args.run)
     run.profile = drop_warmup(run.profile, args.warmup)
     path = write_baseline(run, args.out)
-    print(f"baseline of {run.profile.get('model')} on {run.profile.get('board')} written to {path}")
+    print(f"baseline of {run.profile.model} on {run.profile.board} written to {path}")
     return 0
 
 
