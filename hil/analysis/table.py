@@ -15,7 +15,7 @@ from hil.analysis.events import short_op as _short_op
 from hil.analysis.profile_model import Event, Profile, as_profile
 from hil.analysis.totals import main_method
 from hil.drift.report import drift_lines
-from hil.numerics.check import numerics_line
+from hil.numerics.section import numerics_line
 
 _COLUMNS = (("event", 30), ("kind", 15), ("op types", 29), ("p50 {unit}", 13), ("share", 7))
 _TOTAL_LABELS = (

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hil.numerics import metrics
+from hil.numerics.section import COMPUTED, NOT_COMPUTED, numerics_line  # noqa: F401  (the check's one line)
 from hil.numerics.tensors import InputTensor, check_inputs, load_inputs_file, program_io, tensor_from_bytes
 
 if TYPE_CHECKING:
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 
     from hil.road.tensor_io import OutputTensor
 
-COMPUTED, NOT_COMPUTED = "computed", "not computed"
 REPLAY_REASON = "replay image"
 SIM_NPU_REASON = "simulated NPU"
 DISABLED_REASON = "numerics check off (--no-numerics)"
@@ -157,29 +157,3 @@ def _tensors(value: Any) -> list["torch.Tensor"]:
     if isinstance(value, (tuple, list)):
         return [t for item in value for t in _tensors(item)]
     return []
-
-
-def numerics_line(section: dict[str, Any] | None) -> str | None:
-    """The table's one line: the worst figures against each reference, or why there are none."""
-    if not section:
-        return None
-    if section.get("status") != COMPUTED:
-        return f"numerics: outputs not computed ({section.get('reason')})"
-    parts = [f"{label} {_figures(section.get(key) or {})}" for key, label in
-             (("vs_eager", "vs eager"), ("vs_host_runtime", "vs host runtime"))]
-    return "numerics: " + "; ".join(parts)
-
-
-def _figures(fig: dict[str, Any]) -> str:
-    if "skipped" in fig:
-        return f"skipped ({fig['skipped']})"
-    if fig.get("bit_exact"):
-        text = "bit-exact"
-    else:
-        snr = "n/a" if fig.get("snr_db") is None else f"{fig['snr_db']:.1f} dB"
-        abs_err = "n/a" if fig.get("max_abs_error") is None else f"{fig['max_abs_error']:.3g}"
-        cos = "n/a" if fig.get("cosine") is None else f"{fig['cosine']:.6f}"
-        text = f"SNR {snr}, max abs {abs_err}, cos {cos}"
-    if "top1_agreement" in fig:
-        text += f", top-1 {fig['top1_agreement'] * 100:.0f}%"
-    return text

@@ -159,7 +159,7 @@ def record_run(
         "artifacts": None if artifacts is None else str(artifacts),
         "comparison": None if comparison is None else json.dumps(comparison),
         "time_scale": json.dumps(thaw(profile.time_scale), sort_keys=True),
-        "numerics": json.dumps(numerics_summary(profile.numerics), sort_keys=True),
+        "numerics": json.dumps(thaw(numerics_summary(profile.numerics)), sort_keys=True),
     }
     event_rows = []
     for seq, (key, event) in enumerate(keyed_events(profile.events).items()):
