@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def replay_image(model: str = "cifar10", iterations: int = 3, clock_mhz: float = 324) -> tuple[CompiledModel, Path]:
     """The model's program and a replay ELF carrying its host-runtime ETDump (imports torch: only when asked)."""
     from hil.aot.export import export_model
-    from hil.buffers.simulated import simulated_buffer
+    from hil.replay.simulated import simulated_buffer
     from hil.firmware.qemu_image import build_qemu_image
 
     compiled = export_model(model, delegate="none")

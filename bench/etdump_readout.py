@@ -16,10 +16,10 @@ from _common import interleaved, report
 
 from hil.config import load_board_config
 from hil.firmware.qemu_image import build_qemu_image
-from hil.road.gdbmi import GdbMiSession
-from hil.road.ports import LOOPBACK
-from hil.road.run_config import RUN_CONFIG_MAGIC
-from hil.road.qemu import QemuProcess
+from hil.target.gdbmi import GdbMiSession
+from hil.target.ports import LOOPBACK
+from hil.target.run_config import RUN_CONFIG_MAGIC
+from hil.target.qemu import QemuProcess
 
 SIZE = 1 << 20
 

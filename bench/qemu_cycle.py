@@ -24,8 +24,8 @@ from hil.boards.base import RunPlan
 from hil.analysis.profile import TimeScale, build_profile
 from hil.config import load_board_config
 from hil.boards.qemu import QemuBoard
-from hil.road.ports import free_tcp_port
-from hil.road.run_config import RUN_CONFIG_MAGIC
+from hil.target.ports import free_tcp_port
+from hil.target.run_config import RUN_CONFIG_MAGIC
 
 ITERATIONS = 3  # the runs the replay image holds
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 
 from hil.errors import TargetError, TimeoutExpired
-from hil.road.serial_reader import SerialReader
+from hil.target.serial_reader import SerialReader
 
 DEFAULT_EXPECT_TIMEOUT_S = 30.0
 Patterns = str | re.Pattern[str] | Sequence[str | re.Pattern[str]]

@@ -3,7 +3,7 @@
 `hil_profile(model)` runs the whole road for a model the harness exports itself. A user with their
 own image (built by their own build, with their own breakpoint and result expression) needs the
 pieces instead: flash it, watch the console, run to a breakpoint, dump the ETDump, profile it
-against their ETRecord. Each piece is the one the harness's own run uses (hil.road), so the
+against their ETRecord. Each piece is the one the harness's own run uses (hil.target), so the
 errors, logs and checks are the same.
 
     def test_my_firmware(hil_board):
@@ -27,10 +27,10 @@ from hil.boards import open_board
 from hil.config import BoardConfig
 from hil.errors import TargetError
 from hil.run_folder import RunFolder, finish_profile, finish_session, is_simulated
-from hil.road.capture import RunContext, read_out_etdump, run_to_breakpoint
-from hil.road.gdbmi import GdbMiSession
-from hil.road.run_config import CONFIG_SYMBOL, RunPlan, check_echo, configure_run
-from hil.road.serial_reader import SerialReader
+from hil.target.capture import RunContext, read_out_etdump, run_to_breakpoint
+from hil.target.gdbmi import GdbMiSession
+from hil.target.run_config import CONFIG_SYMBOL, RunPlan, check_echo, configure_run
+from hil.target.serial_reader import SerialReader
 
 DEFAULT_TIMEOUT_S = 60.0
 REBUILD_HINT = "link firmware/common/hil_result.c into your image and call hil_config_ready() before the first run"

@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         # Loaded before the harness's own modules, the Inspector's large ETDumps cost no extra second of
         # mmap/munmap system time (bench/inspect_speed.py measures the whole command against a bare Inspector).
         import executorch.devtools  # noqa: F401
-    from hil.road.process import stop_children_on_sigterm
+    from hil.target.process import stop_children_on_sigterm
 
     stop_children_on_sigterm()
     parser = build_parser()

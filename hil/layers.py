@@ -18,16 +18,16 @@ PACKAGE = Path(__file__).resolve().parent
 
 # Lowest first. A module belongs to the first floor with a prefix that names it or a package around it.
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("hil.errors", "hil.log", "hil.paths", "hil.atomic", "hil.json_record", "hil.checks", "hil.defaults",
+    ("base", ("hil.moved", "hil.errors", "hil.log", "hil.paths", "hil.atomic", "hil.json_record", "hil.checks", "hil.defaults",
               "hil.held_lock", "hil.quiet", "hil.progress", "hil.steps", "hil.run_names")),
     # Readers of what the toolchain and the target write, needing nothing but the base.
     ("formats", ("hil.pte", "hil.analysis.console", "hil.firmware.elf_reader", "hil.validate.pte",
                  "hil.validate.files", "hil.validate.fields", "hil.numerics.tensors", "hil.numerics.metrics")),
     ("configuration", ("hil.board_schema", "hil.config", "hil.options", "hil.inputs", "hil.capabilities")),
-    ("target I/O", ("hil.road", "hil.probe")),
+    ("target I/O", ("hil.target", "hil.probe")),
     ("analysis", ("hil.manifest", "hil.evidence", "hil.validate", "hil.analysis", "hil.drift.report",
                   "hil.numerics.section", "hil.numerics.gate", "hil.numerics.budget")),
-    ("models and images", ("hil.aot", "hil.buffers", "hil.firmware", "hil.drift", "hil.numerics")),
+    ("models and images", ("hil.aot", "hil.replay", "hil.firmware", "hil.drift", "hil.numerics")),
     # Which QEMU firmware a board file runs is a board's choice (hil.firmware.qemu_firmware).
     ("boards", ("hil.boards", "hil.board_console", "hil.lab", "hil.firmware.qemu_firmware")),
     ("judging", ("hil.regress",)),

@@ -117,7 +117,7 @@ def check_request(request: RunRequest, report: Callable[[str], None] | None = No
     delegate = choose_delegate(request, report)
     elf = firmware_elf(cfg, resolved.name, delegate)
     if elf is not None:  # the breakpoint, result and handshake symbols are in it, or nothing starts
-        from hil.road.elf_preflight import check_run_symbols
+        from hil.target.elf_preflight import check_run_symbols
 
         check_run_symbols(elf, cfg)
     return CheckedRequest(plan, timeout, delegate, jitter, elf, export_timeout)
@@ -194,7 +194,7 @@ def _prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checke
         runs = checked.plan.runs
         truth = simulation_truth(pte, npu_mhz, RUNTIME_TICK_MHZ, runs) if checked.delegate == "neutron-sim" else None
         return PreparedImage(elf, scale, truth, firmware="runtime")
-    from hil.buffers.simulated import simulated_buffer
+    from hil.replay.simulated import simulated_buffer
     from hil.firmware.qemu_image import build_qemu_image
 
     runs = checked.plan.runs
@@ -342,7 +342,7 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
         if error is None:
             raise
         raise error from exc
-    except BaseException as exc:  # KeyboardInterrupt: Ctrl-C, or SIGTERM (hil.road.process)
+    except BaseException as exc:  # KeyboardInterrupt: Ctrl-C, or SIGTERM (hil.target.process)
         _record_error(provenance, out, exc)
         raise
     finally:
@@ -411,7 +411,7 @@ def _write_trace(out: Path, report: Callable[[str], None] | None) -> None:
 def _run_on_board(request: RunRequest, image: Path, checked: CheckedRequest, timer: StepTimer) -> RunCapture:
     """Flash and run the plan, always closing the board; the board writes serial.log and trace.etdump into out_dir."""
     if checked.elf is None:  # the harness's own image: a --breakpoint or --result-expr it lacks is refused here
-        from hil.road.elf_preflight import check_run_symbols
+        from hil.target.elf_preflight import check_run_symbols
 
         check_run_symbols(image, request.board)
     board = open_board(request.board, request.out_dir, Within(timer.progress))  # its own steps, live too

@@ -82,7 +82,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)  # the settings are resolved before any other plugin reads an option
 def pytest_configure(config: pytest.Config) -> None:
     from hil import plugin_output
-    from hil.road.process import stop_children_on_sigterm
+    from hil.target.process import stop_children_on_sigterm
 
     resolve_settings(config)
     config.addinivalue_line("markers", "device: profiles a model on the board chosen with --board")

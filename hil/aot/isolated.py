@@ -30,7 +30,7 @@ from hil.aot import export
 from hil.aot.models import resolve_spec
 from hil.defaults import DEFAULT_EXPORT_TIMEOUT_S
 from hil.errors import HilError, ModelError, TimeoutExpired
-from hil.road.process import ManagedProcess
+from hil.target.process import ManagedProcess
 
 # Lines of the child's log quoted when it ends without a result.
 LOG_TAIL_LINES = 5

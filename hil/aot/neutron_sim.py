@@ -9,7 +9,7 @@ runs and record the same kind of map.  The backend is called ``NeutronSimBackend
 Its payload is JSON describing the kernels (no microcode).  No runtime exists for it: the host
 runtime loads such a .pte but loading the method fails ("Backend NeutronSimBackend is not
 registered", error 0x20), as would a board.  That is expected; the simulated ETDump
-(``hil.buffers.neutron_etdump``) reads the payload back instead.  Importing this module registers
+(``hil.replay.neutron_etdump``) reads the payload back instead.  Importing this module registers
 the ``"neutron-sim"`` lowering with ``hil.aot.export``.
 
 Kernels.  A delegated region is split into "Neutron kernels" like the converter fuses TFLite ops:

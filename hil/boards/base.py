@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from hil.road.run_config import RunPlan
+from hil.target.run_config import RunPlan
 
 __all__ = ["Board", "RunCapture", "RunPlan"]
 
@@ -28,7 +28,7 @@ class RunCapture:
     notes: list[str] = field(default_factory=list)
     # The debug buffer of intermediate outputs, when the plan asked for it (hil.drift.readout).
     debug_buffer: bytes | None = None
-    # The method's outputs after the last run (hil.road.tensor_io), when the plan carried inputs.
+    # The method's outputs after the last run (hil.target.tensor_io), when the plan carried inputs.
     outputs: tuple[Any, ...] | None = None
 
 

@@ -20,15 +20,15 @@ from hil.config import BoardConfig
 from hil.drift.readout import DEBUG_FILE, read_out_debug_buffer
 from hil.errors import BoardConfigError, TargetError, TargetFault, TimeoutExpired
 from hil.progress import Progress
-from hil.road.capture import RunContext, raise_if_fault, read_out_etdump
-from hil.road.forensics import FaultWatch
-from hil.road.gdbmi import GdbMiSession
-from hil.road.ports import LOOPBACK
-from hil.road.qemu import QemuProcess, pty_opened_by_other
-from hil.road.qemu_fate import blame_qemu_first, uart_held_by_other, uart_peer
-from hil.road.run_config import run_planned
-from hil.road.serial_reader import SerialReader
-from hil.road.tensor_io import read_outputs
+from hil.target.capture import RunContext, raise_if_fault, read_out_etdump
+from hil.target.forensics import FaultWatch
+from hil.target.gdbmi import GdbMiSession
+from hil.target.ports import LOOPBACK
+from hil.target.qemu import QemuProcess, pty_opened_by_other
+from hil.target.qemu_fate import blame_qemu_first, uart_held_by_other, uart_peer
+from hil.target.run_config import run_planned
+from hil.target.serial_reader import SerialReader
+from hil.target.tensor_io import read_outputs
 from hil.steps import StepTimer
 
 END_LINE = "Program complete, exiting."

@@ -3,8 +3,8 @@
 The board composes the shared pieces in the order the bench needs:
 lock the probe (one board, one user) -> open the serial console (before anything resets the
 target, so no line is lost) -> pyOCD program + reset-and-halt -> `pyocd gdbserver` -> the same
-run-configuration handshake and GDB/MI readout the QEMU board uses (hil/road/run_config.py,
-hil/road/capture.py): one image runs whatever iteration count the run asks for. Each step is timed into
+run-configuration handshake and GDB/MI readout the QEMU board uses (hil/target/run_config.py,
+hil/target/capture.py): one image runs whatever iteration count the run asks for. Each step is timed into
 `RunCapture.steps_s`; `close()` undoes them in reverse on every path.
 """
 
@@ -25,12 +25,12 @@ from hil.progress import Progress
 from hil.probe.gdbserver import PyocdGdbServer, end_stale_gdbservers
 from hil.probe.lock import ProbeLock
 from hil.probe.pyocd_flash import FlashReport, ProbeSettings, flash_image, is_remote, resolve_probe_id
-from hil.road.capture import RunContext, read_out_etdump
-from hil.road.forensics import FaultWatch
-from hil.road.gdbmi import GdbMiSession
-from hil.road.run_config import run_planned
-from hil.road.serial_reader import SerialReader
-from hil.road.tensor_io import read_outputs
+from hil.target.capture import RunContext, read_out_etdump
+from hil.target.forensics import FaultWatch
+from hil.target.gdbmi import GdbMiSession
+from hil.target.run_config import run_planned
+from hil.target.serial_reader import SerialReader
+from hil.target.tensor_io import read_outputs
 from hil.steps import StepTimer
 
 LOG = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from hil.config import MemoryRegion
 from hil.errors import TargetError
-from hil.road.capture import CONSOLE_LAG_S, RunContext
-from hil.road.gdbmi import GdbMiSession
+from hil.target.capture import CONSOLE_LAG_S, RunContext
+from hil.target.gdbmi import GdbMiSession
 
 DEBUG_RESULT_EXPR = "hil_debug_result"
 DEBUG_FILE = "debug.bin"

@@ -9,7 +9,7 @@ timer's current value, waits out the call as `neutronRunBlocking` would, and pos
 NeutronBackend.cpp's algorithm, so `ETDumpGen` writes the delegate events.
 
 `simulation_truth()` is what simulation.json records for such a run: per call, each kernel's event
-duration by the Python port of that algorithm (`hil.buffers.neutron_records`), the truth the target's
+duration by the Python port of that algorithm (`hil.replay.neutron_records`), the truth the target's
 events are checked against.
 
 CLI (the image's CMake calls it): `python -m hil.firmware.sim_neutron_table MODEL.pte OUT.c
@@ -24,9 +24,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from hil.buffers import cost_model as cm
-from hil.buffers.neutron_etdump import SIMULATION_FORMAT, delegate_layout, load_plan, program_steps
-from hil.buffers.neutron_records import events_from_records, pack_records
+from hil.replay import cost_model as cm
+from hil.replay.neutron_etdump import SIMULATION_FORMAT, delegate_layout, load_plan, program_steps
+from hil.replay.neutron_records import events_from_records, pack_records
 from hil.errors import HilError
 
 TABLE_FORMAT = "et-hil/neutron-sim-target/1"

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hil.errors import BuildError
-from hil.road.process import spawn
+from hil.target.process import spawn
 
 ARM_GCC = "arm-none-eabi-gcc"
 INSTALL_HINT = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi (or run `make demo`)"

@@ -24,7 +24,7 @@ from hil.numerics.tensors import InputTensor, check_inputs, load_inputs_file, pr
 if TYPE_CHECKING:
     import torch
 
-    from hil.road.tensor_io import OutputTensor
+    from hil.target.tensor_io import OutputTensor
 
 REPLAY_REASON = "replay image"
 SIM_NPU_REASON = "simulated NPU"
@@ -76,7 +76,7 @@ def skip_reason(*, enabled: bool, firmware: str, delegate: str, elf: Path | None
 def has_tensor_io(elf: Path) -> bool:
     """Whether the image defines `hil_io` (firmware/common/hil_io.c), read from its symbol table."""
     from hil.firmware.elf_reader import read_elf
-    from hil.road.tensor_io import IO_SYMBOL
+    from hil.target.tensor_io import IO_SYMBOL
 
     return bool(read_elf(elf).symbols_named(IO_SYMBOL))
 

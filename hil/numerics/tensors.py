@@ -2,7 +2,7 @@
 
 A program's inputs and outputs are described by its method meta (executorch.runtime on the host),
 so inputs that do not fit the program are refused before an image is built or flashed, naming the
-input; the firmware's table (hil.road.tensor_io) is checked against the same specs on the target.
+input; the firmware's table (hil.target.tensor_io) is checked against the same specs on the target.
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from hil.errors import TargetError, TimeoutExpired
-from hil.road.ports import free_tcp_port
-from hil.road.process import ManagedProcess, live_children
+from hil.target.ports import free_tcp_port
+from hil.target.process import ManagedProcess, live_children
 
 READY_TOKEN = "hil-gdbserver-listening"
 

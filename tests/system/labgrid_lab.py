@@ -16,8 +16,8 @@ from pathlib import Path
 from hil.lab.labgrid_cli import LabgridClient, labgrid_bin
 from hil.errors import TimeoutExpired
 from hil.probe.gdbserver import _listening_ports
-from hil.road.ports import LOOPBACK, free_tcp_port
-from hil.road.process import ManagedProcess
+from hil.target.ports import LOOPBACK, free_tcp_port
+from hil.target.process import ManagedProcess
 
 START_TIMEOUT_S = 30.0
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "grpc_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")

@@ -280,7 +280,7 @@ def test_a_crc_mismatch_fails_naming_both_values(hil, variant, tmp_path):
 
 def test_firmware_without_a_crc_runs_and_the_manifest_says_the_check_was_skipped(hil, tmp_path):
     from hil.aot.export import export_model
-    from hil.buffers.simulated import simulated_buffer
+    from hil.replay.simulated import simulated_buffer
     from hil.firmware.qemu_image import build_qemu_image
 
     buffer = simulated_buffer(export_model("cifar10", delegate="none"), iterations=1, clock_mhz=324, seed=0, jitter=0)

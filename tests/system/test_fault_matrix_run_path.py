@@ -242,8 +242,8 @@ def test_qemu_killed_at_the_breakpoint_fails_the_read_out_instead_of_reading_the
     from hil.boards.qemu import REBUILD_HINT, QemuBoard
     from hil.config import load_board_config
     from hil.errors import TargetError
-    from hil.road.capture import RunContext, read_out_etdump
-    from hil.road.run_config import RunPlan, run_planned
+    from hil.target.capture import RunContext, read_out_etdump
+    from hil.target.run_config import RunPlan, run_planned
 
     cfg, elf = load_board_config("qemu"), variant()
     board = QemuBoard(cfg, tmp_path)

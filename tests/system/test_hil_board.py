@@ -13,7 +13,7 @@ import json
 import pytest
 
 from hil.aot.export import export_model
-from hil.buffers.simulated import simulated_buffer
+from hil.replay.simulated import simulated_buffer
 from hil.errors import TargetError
 from hil.firmware.qemu_image import build_qemu_image
 

@@ -50,7 +50,7 @@ def test_a_breakpoint_that_does_not_exist_fails_fast_and_names_it(run_cli, qemu_
         "run", "--board-config", str(board), "--model", "cifar10", "--out", str(out),
         "--timeout", "30", "--iterations", "1", "--no-delegate",
     )
-    assert done.returncode == 2  # refused from the image's symbol table (hil.road.elf_preflight), an input error
+    assert done.returncode == 2  # refused from the image's symbol table (hil.target.elf_preflight), an input error
     assert time.monotonic() - start < 120
     message = done.stderr
     assert "has no symbol 'no_such_function'" in message and "firmware.elf" in message and "qemu" in message

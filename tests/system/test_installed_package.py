@@ -61,7 +61,7 @@ USER_TESTS = textwrap.dedent(
 
     def test_my_own_image_on_the_board(hil_board):
         from hil.aot.export import export_model
-        from hil.buffers.simulated import simulated_buffer
+        from hil.replay.simulated import simulated_buffer
         from hil.firmware.qemu_image import build_qemu_image
 
         compiled = export_model("cifar10", delegate="neutron-sim")

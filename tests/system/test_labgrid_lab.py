@@ -21,7 +21,7 @@ from labgrid_lab import LocalLab, loopback_env
 from test_no_orphans import processes_tagged
 
 from hil.lab.labgrid_cli import session_user
-from hil.road.process import live_children
+from hil.target.process import live_children
 
 REPO = Path(__file__).resolve().parents[2]
 SESSION_TIMEOUT_S = 600

@@ -25,7 +25,7 @@ CHILD_TESTS = textwrap.dedent(
 
     def test_profile_fails_at_a_missing_breakpoint(hil_profile, hil_board_config):
         # a file:line location: the symbol table cannot refuse it, gdb does, with QEMU up (no_such_function
-        # would be refused before QEMU starts, hil.road.elf_preflight)
+        # would be refused before QEMU starts, hil.target.elf_preflight)
         broken = hil_board_config.with_overrides({"debug.breakpoint": "no_such_file.c:1"})
         with pytest.raises(TargetError):
             hil_profile("cifar10", delegate="none", iterations=1, board=broken)
@@ -111,7 +111,7 @@ KILLED_JOB = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from hil.probe.lock import ProbeLock
-    from hil.road.process import ManagedProcess
+    from hil.target.process import ManagedProcess
 
     out, argv = Path(sys.argv[1]), sys.argv[2:]
     ProbeLock(argv[argv.index("--uid") + 1]).acquire()
@@ -126,7 +126,7 @@ def waiting_gdbserver_argv(probe: str) -> list[str]:
     """The harness's own `pyocd gdbserver` command line, minus `--no-wait`: with no probe attached
     here, the real server then waits for it forever, as a server holding a probe stays up."""
     from hil.probe.gdbserver import gdbserver_argv
-    from hil.road.ports import free_tcp_port
+    from hil.target.ports import free_tcp_port
 
     return [arg for arg in gdbserver_argv(port=free_tcp_port(), probe_id=probe, target="cortex_m") if arg != "--no-wait"]
 

@@ -258,8 +258,8 @@ def start_server(folder: Path, uid: str = "0BFJXK2W3NM3J") -> tuple[Any, str, Pa
     import time
 
     from hil.probe.gdbserver import _listening_ports
-    from hil.road.ports import LOOPBACK, free_tcp_port
-    from hil.road.process import ManagedProcess
+    from hil.target.ports import LOOPBACK, free_tcp_port
+    from hil.target.process import ManagedProcess
 
     port, log = free_tcp_port(), Path(folder) / "probe-calls.log"
     log.touch()

@@ -48,7 +48,7 @@ def make_seeds(root: Path) -> dict[str, Path]:
     from programs import cached_folder
 
     from hil.analysis.timescale import TimeScale
-    from hil.buffers.neutron_etdump import synthesize_neutron_etdump
+    from hil.replay.neutron_etdump import synthesize_neutron_etdump
 
     art = cached_folder("analysis", test_analysis.__file__, test_analysis._build)
     dump, _ = synthesize_neutron_etdump(art / "npu.pte", art / "npu.etrecord", iterations=3, clock_mhz=324,

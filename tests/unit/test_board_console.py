@@ -12,7 +12,7 @@ import pytest
 
 from hil.board_console import Console, UnexpectedOutput
 from hil.errors import TargetError, TimeoutExpired
-from hil.road.serial_reader import SerialReader
+from hil.target.serial_reader import SerialReader
 from test_serial_reader import server, url  # noqa: F401  (the fixture and its URL)
 
 BOOT = b"boot 1.2\r\nmodel loaded\r\nInference time: 812 us\r\nresult [0.5] (a+b)*c\r\nPASS\r\n"

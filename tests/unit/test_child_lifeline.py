@@ -1,4 +1,4 @@
-"""A child started through hil.road.process dies with the harness, even when the harness is SIGKILLed.
+"""A child started through hil.target.process dies with the harness, even when the harness is SIGKILLed.
 
 Real processes only: a Python "harness" child starts a `sleep` through ManagedProcess, from its main
 thread or from a short-lived worker thread, reports the sleeper's pid, and is then killed with
@@ -23,7 +23,7 @@ HARNESS = textwrap.dedent(
     """
     import sys, threading, time
     from pathlib import Path
-    from hil.road.process import ManagedProcess
+    from hil.target.process import ManagedProcess
 
     out, how = Path(sys.argv[1]), sys.argv[2]
     started = []

@@ -118,7 +118,7 @@ def test_old_result_forms_still_parse_and_no_run_config_is_none() -> None:
      ("Result buf: (nil), size: 12", None), ("Result buf: 0, size: 12", None)],
 )
 def test_the_harness_result_regex_takes_the_new_and_the_old_forms(line: str, addr: int | None) -> None:
-    from hil.road.capture import RESULT_LINE
+    from hil.target.capture import RESULT_LINE
 
     match = RESULT_LINE.search(line)
     assert match and match.group(2) == "12"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from hil.analysis.console import parse_console
-from hil.buffers.console import ConsoleScript, PoolUsage, render_console
+from hil.replay.console import ConsoleScript, PoolUsage, render_console
 
 
 def test_rendered_console_parses_back_to_the_same_facts():

@@ -66,7 +66,7 @@ def test_export_writes_program_etrecord_inputs_and_meta(cifar10: Timed, cache_ro
 def test_etrecord_is_accepted_by_the_inspector(cifar10: Timed) -> None:
     from executorch.devtools import Inspector
 
-    from hil.buffers.host_runtime import host_etdump
+    from hil.replay.host_runtime import host_etdump
 
     compiled = cifar10.compiled
     etdump = host_etdump(compiled.pte_path.read_bytes(), load_inputs(compiled), 1)

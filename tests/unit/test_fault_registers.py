@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hil.road.fault_registers import ExcReturn, FaultRegisters, cause_of, decode, exception_name
+from hil.target.fault_registers import ExcReturn, FaultRegisters, cause_of, decode, exception_name
 
 
 def regs(cfsr: int = 0, hfsr: int = 0, mmfar: int = 0, bfar: int = 0, sfsr: int | None = None,

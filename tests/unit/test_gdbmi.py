@@ -14,10 +14,10 @@ import pytest
 from hil.errors import TargetError, TimeoutExpired
 from hil.firmware.qemu_image import build_qemu_image
 from hil.paths import FIRMWARE_DIR
-from hil.road.gdbmi import GdbMiSession
-from hil.road.ports import LOOPBACK
-from hil.road.process import close_all, live_children, os_children
-from hil.road.qemu import QemuProcess
+from hil.target.gdbmi import GdbMiSession
+from hil.target.ports import LOOPBACK
+from hil.target.process import close_all, live_children, os_children
+from hil.target.qemu import QemuProcess
 
 ETDUMP_SIZE = 1 << 20
 MAIN_C = FIRMWARE_DIR / "qemu" / "main.c"

@@ -1,4 +1,4 @@
-"""hil.buffers.host_runtime: a real ETDump from the ExecuTorch runtime, read by the real Inspector."""
+"""hil.replay.host_runtime: a real ETDump from the ExecuTorch runtime, read by the real Inspector."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from hil.aot.export import CompiledModel, export_model, load_inputs
-from hil.buffers.host_runtime import host_etdump
+from hil.replay.host_runtime import host_etdump
 from hil.errors import ModelError
 
 

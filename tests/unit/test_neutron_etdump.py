@@ -14,7 +14,7 @@ from executorch.devtools.inspector._inspector_utils import TimeScale
 from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 
 from hil.aot.neutron_sim import BACKEND_ID, neutron_sim_partitioners
-from hil.buffers.neutron_etdump import synthesize_neutron_etdump
+from hil.replay.neutron_etdump import synthesize_neutron_etdump
 from hil.errors import AnalysisError
 
 

@@ -13,7 +13,7 @@ import struct
 import pytest
 
 from hil.errors import AnalysisError
-from hil.buffers.neutron_records import (
+from hil.replay.neutron_records import (
     KOPC_CALLARGS,
     DelegateEvent,
     KernelSlot,

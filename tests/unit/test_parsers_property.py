@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 from hil.analysis.console import ConsoleFacts, parse_console
 from hil.analysis.events import decode_event_metadata
 from hil.analysis.profile import build_profile, read_etdump
-from hil.buffers.neutron_records import KOPC_CALLARGS, events_from_records, pack_records, unpack_records
+from hil.replay.neutron_records import KOPC_CALLARGS, events_from_records, pack_records, unpack_records
 from hil.errors import HilError
 from hil.manifest import read_manifest
 from hil.regress.runs import read_manifest as read_run_manifest
-from hil.road.capture import RESULT_LINE
+from hil.target.capture import RESULT_LINE
 
 PROPERTY = settings(derandomize=True, database=None, max_examples=200, deadline=timedelta(seconds=2),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -94,7 +94,7 @@ def test_the_known_crashes_are_skipped_lines() -> None:
 def program(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, bytes, object]:
     """A real ETDump / ETRecord pair: cifar10, CPU only, run by the host runtime."""
     from hil.aot.export import export_model
-    from hil.buffers.simulated import simulated_buffer
+    from hil.replay.simulated import simulated_buffer
 
     compiled = export_model("cifar10", delegate="none")
     buffer = simulated_buffer(compiled, iterations=2, clock_mhz=324, seed=0, jitter=0.0)

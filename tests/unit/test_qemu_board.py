@@ -20,9 +20,9 @@ from hil.boards.qemu import QemuBoard
 from hil.config import BoardConfig, load_board_config
 from hil.errors import BoardConfigError, TargetError, TimeoutExpired
 from hil.firmware.qemu_image import build_qemu_image
-from hil.road.process import ManagedProcess, live_children, os_children
-from hil.road.qemu import QemuProcess
-from hil.road.ports import port_listening
+from hil.target.process import ManagedProcess, live_children, os_children
+from hil.target.qemu import QemuProcess
+from hil.target.ports import port_listening
 
 from test_gdbmi import no_orphans, spin_elf  # noqa: F401  (shared fixtures: orphan check, never-ending target)
 

@@ -17,9 +17,9 @@ from hil.errors import BoardConfigError, TargetError
 from hil.probe.gdbserver import PyocdGdbServer
 from hil.probe.pyocd_flash import flash_image, resolve_probe_id
 from hil.boards.rt700 import serial_url_for
-from hil.road.gdbmi import GdbMiSession
-from hil.road.ports import LOOPBACK, free_tcp_port
-from hil.road.process import live_children
+from hil.target.gdbmi import GdbMiSession
+from hil.target.ports import LOOPBACK, free_tcp_port
+from hil.target.process import live_children
 
 UID = "0BFJXK2W3NM3J"
 

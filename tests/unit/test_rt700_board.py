@@ -19,7 +19,7 @@ from hil.config import load_board_config
 from hil.errors import BoardConfigError, TargetError, TimeoutExpired
 from hil.probe.gdbserver import PyocdGdbServer, gdbserver_argv
 from hil.probe.lock import ProbeLock
-from hil.road.process import live_children
+from hil.target.process import live_children
 
 UID = "0BFJXK2W3NM3J"
 

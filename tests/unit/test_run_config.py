@@ -16,10 +16,10 @@ from test_serial_reader import ConsoleServer
 
 from hil.analysis.console import RunConfig
 from hil.errors import HilError, TargetError
-from hil.road.capture import RunContext
-from hil.road.ports import free_tcp_port
-from hil.road.run_config import RunPlan, check_echo
-from hil.road.serial_reader import SerialReader
+from hil.target.capture import RunContext
+from hil.target.ports import free_tcp_port
+from hil.target.run_config import RunPlan, check_echo
+from hil.target.serial_reader import SerialReader
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from hil.errors import WriteError
 from hil.out_folder import JOURNAL_NAME, foreign_files
-from hil.road.elf_preflight import result_root
-from hil.road.qemu_fate import uart_peer
+from hil.target.elf_preflight import result_root
+from hil.target.qemu_fate import uart_peer
 
 REPO = Path(__file__).resolve().parents[2]
 

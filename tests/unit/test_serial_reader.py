@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from hil.errors import TargetError, TimeoutExpired
-from hil.road.ports import free_tcp_port
-from hil.road.serial_reader import SerialReader
+from hil.target.ports import free_tcp_port
+from hil.target.serial_reader import SerialReader
 
 
 class ConsoleServer:
@@ -191,7 +191,7 @@ def test_a_reader_that_will_not_reconnect_closes_without_pyserials_pause(server,
 
 def test_the_result_line_is_read_whole_though_it_arrives_in_pieces(server, tmp_path: Path) -> None:
     """A UART delivers a line in pieces: the size is read from the whole line, not from its first digits."""
-    from hil.road.capture import EtdumpResult, RunContext, check_console_result
+    from hil.target.capture import EtdumpResult, RunContext, check_console_result
 
     reader = SerialReader(f"socket://127.0.0.1:{server.port}", tmp_path / "serial.log").start()
     try:

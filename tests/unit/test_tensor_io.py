@@ -17,10 +17,10 @@ from test_serial_reader import ConsoleServer
 
 from hil.errors import InputError, TargetError
 from hil.numerics.tensors import ProgramIO, TensorSpec, check_inputs, tensor_from_bytes
-from hil.road.capture import RunContext
-from hil.road.ports import free_tcp_port
-from hil.road.serial_reader import SerialReader
-from hil.road.tensor_io import check_inputs_echo
+from hil.target.capture import RunContext
+from hil.target.ports import free_tcp_port
+from hil.target.serial_reader import SerialReader
+from hil.target.tensor_io import check_inputs_echo
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any
 
 from hil.analysis.timescale import TimeScale, board_time_scale
 from hil.aot.export import CompiledModel, load_inputs
-from hil.buffers.console import ConsoleScript, PoolUsage, render_console
+from hil.replay.console import ConsoleScript, PoolUsage, render_console
 from hil.errors import AnalysisError
 from hil.pte import read_program
 
@@ -60,7 +60,7 @@ def simulated_buffer(
     """
     pte = compiled.pte_path.read_bytes()
     if compiled.delegated:
-        from hil.buffers.neutron_etdump import synthesize_neutron_etdump
+        from hil.replay.neutron_etdump import synthesize_neutron_etdump
 
         etdump, simulation = synthesize_neutron_etdump(
             compiled.pte_path, compiled.etrecord_path, iterations=iterations, clock_mhz=clock_mhz,
@@ -70,7 +70,7 @@ def simulated_buffer(
         source = "neutron-sim"
         method_ticks = simulation["method_execute_ticks"]  # what the synthesizer wrote: no need to decode it
     else:
-        from hil.buffers.host_runtime import host_etdump
+        from hil.replay.host_runtime import host_etdump
 
         etdump = host_etdump(pte, load_inputs(compiled), iterations)
         simulation, source = None, "host-runtime"

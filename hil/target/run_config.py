@@ -22,8 +22,8 @@ from hil.errors import TargetError, TargetFault, TargetHang
 from hil.config import MemoryRegion
 from hil.checks import whole_number
 from hil.numerics.tensors import InputTensor
-from hil.road.capture import CONSOLE_LAG_S, RunContext, continue_to_breakpoint, run_to_breakpoint
-from hil.road.gdbmi import GdbMiSession, StopEvent
+from hil.target.capture import CONSOLE_LAG_S, RunContext, continue_to_breakpoint, run_to_breakpoint
+from hil.target.gdbmi import GdbMiSession, StopEvent
 
 # The names and the magic are fixed by firmware/common/hil_result.h (HIL_CONFIG_BREAKPOINT_SYMBOL,
 # HIL_RUN_CONFIG_SYMBOL, HIL_RUN_CONFIG_MAGIC); a firmware that has them has them under these names.
@@ -42,7 +42,7 @@ class RunPlan:
     warmup: int = 0
     # Read the debug buffer of intermediate outputs beside the ETDump (an image built with one: hil.drift).
     debug_outputs: bool = False
-    # The method's tensor inputs, written at the same stop (hil.road.tensor_io); None: the image keeps its fill.
+    # The method's tensor inputs, written at the same stop (hil.target.tensor_io); None: the image keeps its fill.
     inputs: tuple[InputTensor, ...] | None = field(default=None, compare=False, repr=False)
     # Where the board's RAM is: every input buffer the image names must lie inside it.
     ram: tuple[MemoryRegion, ...] = field(default=(), compare=False, repr=False)
@@ -84,7 +84,7 @@ def run_planned(
         raise ctx.failure(problem, type(exc)) from exc
     check_echo(ctx, plan, min(CONSOLE_LAG_S, max(1.0, _left(deadline))))
     if plan.inputs is not None:
-        from hil.road.tensor_io import check_inputs_echo
+        from hil.target.tensor_io import check_inputs_echo
 
         check_inputs_echo(ctx, len(plan.inputs), min(CONSOLE_LAG_S, max(1.0, _left(deadline))))
     return stop
@@ -115,7 +115,7 @@ def configure_run(gdb: GdbMiSession, ctx: RunContext, plan: RunPlan, timeout: fl
     except TargetError as exc:
         raise here.failure(f"cannot write the run configuration ({plan.describe()}): {exc}") from exc
     if plan.inputs is not None:
-        from hil.road.tensor_io import write_inputs
+        from hil.target.tensor_io import write_inputs
 
         write_inputs(gdb, here, plan.inputs, list(plan.ram))
     return max_runs

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from hil.errors import TargetError
 
 if TYPE_CHECKING:
-    from hil.road.qemu import QemuProcess
+    from hil.target.qemu import QemuProcess
 
 # Lines of qemu.log quoted when QEMU died.
 LOG_TAIL_LINES = 3

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from hil.config import MemoryRegion
 from hil.errors import TargetError
 from hil.numerics.tensors import InputTensor, TensorSpec
-from hil.road.capture import CONSOLE_LAG_S, RunContext
-from hil.road.gdbmi import GdbMiSession
+from hil.target.capture import CONSOLE_LAG_S, RunContext
+from hil.target.gdbmi import GdbMiSession
 
 # Fixed by firmware/common/hil_io.h (HIL_IO_SYMBOL, HIL_IO_MAGIC, HIL_IO_NOT_A_TENSOR).
 IO_SYMBOL = "hil_io"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hil.errors import InputError
-from hil.road.run_config import CONFIG_BREAKPOINT, CONFIG_SYMBOL
+from hil.target.run_config import CONFIG_BREAKPOINT, CONFIG_SYMBOL
 
 if TYPE_CHECKING:
     from hil.config import BoardConfig

@@ -13,7 +13,7 @@ way: where the core is, a backtrace, and the fault registers if it is in fact sp
 
 Everything is read through the GDB/MI session that runs the target, and symbols are gdb's own
 (`info symbol`, `info line *ADDR`, `-stack-list-frames`), so the report holds for any ELF with debug
-information. The decoding of the registers lives in hil.road.fault_registers.
+information. The decoding of the registers lives in hil.target.fault_registers.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from typing import Any
 from hil.atomic import write_json
 from hil.defaults import DEFAULT_FAULT_HANDLERS  # noqa: F401  (re-exported: callers import it here)
 from hil.errors import TargetError
-from hil.road.fault_registers import (
+from hil.target.fault_registers import (
     FAULT_EXCEPTIONS, SAU_SFSR, SCB_CFSR, SCB_FAULT_BLOCK_WORDS, STACKED_FRAME, ExcReturn, FaultCause,
     FaultRegisters, cause_of, exception_name,
 )
-from hil.road.gdbmi import GdbMiSession, StopEvent
+from hil.target.gdbmi import GdbMiSession, StopEvent
 
 BACKTRACE_DEPTH = 16
 SIGNAL_FRAME = "<signal handler called>"  # how gdb names the exception frame it unwinds through

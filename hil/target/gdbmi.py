@@ -22,7 +22,7 @@ from pygdbmi.IoManager import IoManager
 
 from hil.atomic import file_mode, write_bytes
 from hil.errors import TargetError, TimeoutExpired
-from hil.road.process import ManagedProcess
+from hil.target.process import ManagedProcess
 
 # pygdbmi waits this long for more output after each burst (its 0.2 s default costs 0.2 s a command);
 # nothing here needs the wait, since every command waits for its own result record, so it is kept just

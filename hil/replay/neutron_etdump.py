@@ -2,7 +2,7 @@
 
 Why: the QEMU road must carry an ETDump that the Inspector decodes exactly like a board's, yet nothing
 can run a ``NeutronSimBackend`` program.  So we walk the program's own instruction list (from the
-.pte) and write the events the runtime would post, with times from ``hil.buffers.cost_model``:
+.pte) and write the events the runtime would post, with times from ``hil.replay.cost_model``:
 
 * block "Default": ``Method::init`` inside ``Program::load_method`` (chain -1, instruction 0);
 * one block "Execute" per iteration, in the order the runtime *ends* events:
@@ -42,8 +42,8 @@ from executorch.exir import schema
 from executorch.exir._serialize._program import deserialize_pte_binary
 
 from hil.aot.neutron_sim import BACKEND_ID, payload_of
-from hil.buffers import cost_model as cm
-from hil.buffers.neutron_records import KernelSlot, ProfileRecord, U32_MASK, events_from_records, layout_delegate_call
+from hil.replay import cost_model as cm
+from hil.replay.neutron_records import KernelSlot, ProfileRecord, U32_MASK, events_from_records, layout_delegate_call
 from hil.errors import AnalysisError, ModelError
 
 SIMULATION_FORMAT = "et-hil/neutron-sim-simulation/1"

@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 
 from hil.errors import TargetError, TimeoutExpired
-from hil.road.ports import LOOPBACK, free_tcp_port, wait_for_listen
-from hil.road.process import ManagedProcess
+from hil.target.ports import LOOPBACK, free_tcp_port, wait_for_listen
+from hil.target.process import ManagedProcess
 
 # Seconds QEMU gets to open its sockets.
 START_TIMEOUT_S = 10.0

@@ -15,9 +15,9 @@ from typing import Any
 
 from hil.config import MemoryRegion
 from hil.errors import TargetError, TargetFault, TargetHang, TimeoutExpired
-from hil.road.forensics import FaultReport, FaultWatch, examine_fault, examine_hang, write_fault_json
-from hil.road.gdbmi import GdbMiSession, StopEvent
-from hil.road.serial_reader import SerialReader
+from hil.target.forensics import FaultReport, FaultWatch, examine_fault, examine_hang, write_fault_json
+from hil.target.gdbmi import GdbMiSession, StopEvent
+from hil.target.serial_reader import SerialReader
 
 # The firmware line protocol: printed once the ETDump is ready (firmware/common/hil_protocol.h,
 # HIL_FMT_RESULT_BUF: `Result buf: 0x%x, size: %u, crc32: 0x%x`; older firmware printed no CRC, and

@@ -1,4 +1,0 @@
-"""The ETDump the boards-free road carries: from the host runtime, or simulated for a delegate.
-
-Submodules are imported by their users; importing this package loads no framework.
-"""
