@@ -55,6 +55,9 @@ class Manifest(JsonRecord):
     etdump_crc32: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] | None = None
     numerics: Mapping[str, Any] | None = None  # the outputs' check (hil.numerics): no dump holds it
+    drift_snr_db: float | None = None  # a debug-output run's threshold (hil.drift)
+    drift_inputs: str | None = None  # which inputs the ETRecord's reference graph ran
+    debug_buffer: Mapping[str, Any] | None = None  # its capacity, the need predicted and the runs
     error: str | None = None
     versions: Mapping[str, Any] = field(default_factory=_empty)
     files: Mapping[str, Mapping[str, Any]] = field(default_factory=_empty)

@@ -123,7 +123,8 @@ class Profile(JsonRecord):
     time_base: Mapping[str, Any] | None = None  # what a QEMU run's numbers are
     delegated_outputs: str | None = None  # how the QEMU runtime image computed a delegate's outputs
     warmup_iterations: int | None = None
-    numerics: Mapping[str, Any] | None = None
+    numerics: Mapping[str, Any] | None = None  # the outputs against eager PyTorch and the host runtime
+    drift: Mapping[str, Any] | None = None  # every operator's outputs against the ETRecord (debug outputs)
     harness_steps_s: Mapping[str, float] = field(default_factory=_empty)
     key_order: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=_empty)

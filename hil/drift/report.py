@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from hil.analysis.profile_model import Profile
+
 # Operators listed in the table (all of them are in profile.json).
 SHOWN = 12
 
 
-def drift_lines(profile: dict[str, Any]) -> list[str]:
+def drift_lines(profile: Profile) -> list[str]:
     """The lines `hil run` and `hil inspect` print under the table; none without a `drift` section."""
-    drift = profile.get("drift")
+    drift = profile.drift
     if not drift:
         return []
     threshold = drift.get("threshold_snr_db")
@@ -29,7 +31,7 @@ def drift_lines(profile: dict[str, Any]) -> list[str]:
     else:
         lines.append(f"no operator drifts (every compared SNR >= {threshold:g} dB)")
     buffer = drift.get("debug_buffer") or {}
-    etdump = ((profile.get("memory") or {}).get("allocators") or {}).get("etdump_buffer") or {}
+    etdump = (profile.memory.get("allocators") or {}).get("etdump_buffer") or {}
     if buffer:
         lines.append(f"debug buffer: {buffer.get('used_bytes')} B used of {buffer.get('capacity_bytes')} B "
                      f"({buffer.get('runs')} run(s); predicted {buffer.get('predicted_bytes')} B)"

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from hil.aot.export import CompiledModel
     from hil.config import BoardConfig
+    from hil.manifest import Manifest
 
 IMAGE_OPTION = "HIL_DEBUG_BUFFER_SIZE"
 INPUTS_NOTE = "the firmware's inputs: every input byte 0x00 (HIL_INPUT_FILL_BYTE)"
@@ -78,14 +79,15 @@ def buffer_figures(pte: Path, runs: int, debug_buffer: bytes | None, figures: di
             "runs": runs, "as_predicted": used == predicted}
 
 
-def drift_of_folder(folder: Path, manifest: dict[str, Any], threshold_db: float | None) -> dict[str, Any]:
+def drift_of_folder(folder: Path, manifest: Manifest, threshold_db: float | None) -> dict[str, Any]:
     """The `drift` section of a debug-output run folder, from its files (its ETRecord carries the inputs)."""
     from hil.drift.gap import DEFAULT_SNR_DB
 
-    threshold = threshold_db if threshold_db is not None else manifest.get("drift_snr_db", DEFAULT_SNR_DB)
-    section = _gap_or_error(folder, float(threshold), manifest.get("delegate") == "neutron-sim")
-    section["inputs"] = manifest.get("drift_inputs", INPUTS_NOTE)
-    figures = manifest.get("debug_buffer") or {}
+    stored = DEFAULT_SNR_DB if manifest.drift_snr_db is None else manifest.drift_snr_db
+    threshold = threshold_db if threshold_db is not None else stored
+    section = _gap_or_error(folder, float(threshold), manifest.delegate == "neutron-sim")
+    section["inputs"] = manifest.drift_inputs or INPUTS_NOTE
+    figures = dict(manifest.debug_buffer or {})
     section["debug_buffer"] = buffer_figures(folder / "model.pte", int(figures.get("runs", 1)),
                                              (folder / DEBUG_FILE).read_bytes(), figures)
     return section

@@ -42,13 +42,15 @@ def test_judging_imports_neither_the_report_nor_the_plugins():
 
 # Keys only the profile and manifest models may read by name (hil.analysis.profile_model, hil.manifest).
 PROFILE_KEYS = ("totals_us", "events", "times_us", "npu_fraction", "warmup_iterations", "p50_us", "mad_us",
-                "op_types", "cpu_fallback_ops", "time_base", "firmware_sha256", "written_at", "git_commit")
+                "op_types", "cpu_fallback_ops", "time_base", "firmware_sha256", "written_at", "git_commit", "numerics",
+                "drift", "drift_snr_db", "drift_inputs")
 # Readers of profiles and manifests: the modules that took a dict and now take a Profile / Manifest.
 CONSUMERS = ("analysis/table.py", "analysis/inspect_cmd.py", "analysis/warmup.py", "report/figures.py",
              "report/html.py", "report/timeline.py", "report/trace.py", "regress/budgets.py", "regress/compare.py",
              "regress/history.py", "regress/baseline.py", "regress/judge.py", "regress/identity.py",
              "regress/stats.py", "regress/runs.py", "plugin_regress.py", "cli_regress.py", "pipeline.py",
-             "board_session.py", "run_folder.py", "evidence.py")
+             "board_session.py", "run_folder.py", "evidence.py", "numerics/gate.py", "numerics/budget.py",
+             "drift/report.py", "drift/run_step.py")
 
 
 # Dicts that share a key name with a profile but are not one: (module, the expression read from).
@@ -57,6 +59,7 @@ NOT_A_PROFILE = {
     ("report/html.py", "run"), ("report/html.py", "latest_run"),  # history rows of the runs table
     ("report/figures.py", "figures"), ("report/figures.py", "f"),  # key_figures' own summary
     ("regress/history.py", "row"),  # an events-table row, before it becomes an Event
+    ("pipeline.py", "sections"),  # the sections a run adds, before they become the Profile's fields
     ("regress/runs.py", "data"), ("regress/runs.py", "data['profile']"),  # a file's shape, checked before parsing
 }
 
