@@ -10,7 +10,6 @@ pinned source workspace (RT700_SDK_DIR); the refusal before flashing does not.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,11 +21,7 @@ HIL = [sys.executable, "-m", "hil.cli"]
 sys.path.insert(0, str(REPO / "tests" / "fixtures"))
 from wrong_layer import TWO_CONV, consumer_of, host_run, logged_tensors, with_wrong_weight  # noqa: E402
 
-SDK_DIR = os.environ.get("RT700_SDK_DIR", "")
-needs_runtime = pytest.mark.skipif(
-    not SDK_DIR or not Path(SDK_DIR, "workspace.env").is_file(),
-    reason="RT700_SDK_DIR names no source workspace (`make rt700-sdk`): the QEMU runtime image is built from it",
-)
+from runtime_workspace import SDK_DIR, needs_runtime  # noqa: E402,F401
 
 
 def hil(*args: str) -> subprocess.CompletedProcess:

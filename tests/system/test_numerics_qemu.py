@@ -23,11 +23,7 @@ import torch
 
 REPO = Path(__file__).resolve().parents[2]
 HIL = [sys.executable, "-m", "hil.cli"]
-SDK_DIR = os.environ.get("RT700_SDK_DIR", "")
-needs_runtime = pytest.mark.skipif(
-    not SDK_DIR or not Path(SDK_DIR, "workspace.env").is_file(),
-    reason="RT700_SDK_DIR names no source workspace (`make rt700-sdk`): the QEMU runtime image is built from it",
-)
+from runtime_workspace import SDK_DIR, needs_runtime  # noqa: E402,F401
 # Measured (README "Numerics"): the image's portable kernels (arm-none-eabi-gcc -O2, Cortex-M33 FPU) and the
 # host runtime's differ by at most 1.5e-8 on cifar10's softmax outputs (about 0.1 each): float32 rounding.
 HOST_RUNTIME_ATOL = 1e-6

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import subprocess
 import sys
@@ -25,11 +24,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 HIL = [sys.executable, "-m", "hil.cli"]
 
-SDK_DIR = os.environ.get("RT700_SDK_DIR", "")
-pytestmark = pytest.mark.skipif(
-    not SDK_DIR or not Path(SDK_DIR, "workspace.env").is_file(),
-    reason="RT700_SDK_DIR names no source workspace (`make rt700-sdk`): the QEMU runtime image is built from it",
-)
+from runtime_workspace import SDK_DIR, needs_runtime  # noqa: E402,F401
+pytestmark = needs_runtime
 SMALL_CNN = f"{REPO / 'tests' / 'fixtures' / 'small_cnn.py'}:factory"
 ITERATIONS = 3
 
