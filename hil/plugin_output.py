@@ -43,7 +43,10 @@ class TerminalHandler(logging.Handler):
 
 
 def _live_logging(config: pytest.Config) -> bool:
-    """pytest draws log records itself (`--log-cli-level`, or `log_cli` in the ini file)."""
+    """pytest draws log records itself (`--log-cli-level`, or `log_cli` in the ini file); never when its
+    logging plugin is off (`-p no:logging`, as mutmut runs the suite), which also takes the ini key away."""
+    if not config.pluginmanager.has_plugin("logging"):
+        return False
     return config.getoption("log_cli_level", None) is not None or bool(config.getini("log_cli"))
 
 
