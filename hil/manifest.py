@@ -82,8 +82,13 @@ class Manifest(JsonRecord):
         if isinstance(self.simulated, bool):
             return self.simulated
         if self.board_kind is not None:
-            return self.board_kind != "rt700" and self.firmware_kind != "runtime"
+            return is_simulated(self.board_kind, self.firmware_kind)
         return self.board != "rt700"
+
+
+def is_simulated(kind: str, firmware: str | None = None) -> bool:
+    """Only a board of kind rt700 (any board file of that kind) or the QEMU runtime image runs the program."""
+    return kind != "rt700" and firmware != "runtime"
 
 
 def sha256_file(path: Path) -> str:

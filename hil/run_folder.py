@@ -26,7 +26,8 @@ from hil.analysis.profile_model import Profile
 from hil.analysis.warmup import drop_warmup
 from hil.errors import InputError
 from hil.held_lock import HeldLock
-from hil.manifest import MANIFEST_NAME, Manifest, describe_files, load_manifest, sha256_file, write_manifest
+from hil.manifest import (MANIFEST_NAME, Manifest, describe_files, is_simulated, load_manifest,  # noqa: F401
+                          sha256_file, write_manifest)
 from hil.probe.lock import LockHolder
 
 if TYPE_CHECKING:
@@ -43,11 +44,6 @@ RUN_FILES = (
     "gdb-mi.log", "gdbserver.log", "export.log", "debug.bin", "outputs.pt",
 )
 PROFILE_NAME = "profile.json"
-
-
-def is_simulated(kind: str, firmware: str | None = None) -> bool:
-    """Only a board of kind rt700 (any board file of that kind) or the QEMU runtime image runs the program."""
-    return kind != "rt700" and firmware != "runtime"
 
 
 def board_provenance(cfg: BoardConfig) -> dict[str, Any]:
