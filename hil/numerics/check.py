@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hil.numerics import metrics
-from hil.numerics.section import COMPUTED, NOT_COMPUTED, numerics_line  # noqa: F401  (the check's one line)
+from hil.numerics.section import COMPUTED, NOT_COMPUTED
 from hil.numerics.tensors import InputTensor, check_inputs, load_inputs_file, program_io, tensor_from_bytes
 
 if TYPE_CHECKING:
