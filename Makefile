@@ -70,7 +70,9 @@ test: setup sources firmware-check
 
 # Mutation testing of the code that computes what users act on (hil/analysis/, hil/regress/compare.py,
 # budgets.py, stats.py; the list is [tool.mutmut] in pyproject.toml). Not part of `make test`: it runs
-# the fast unit tests once per mutant, about 26 minutes on two cores. Prints the share of mutants killed.
+# the fast unit tests once per mutant, about 26 minutes on two cores. Prints the share of mutants killed
+# and fails below MUTATION_FLOOR percent.
+MUTATION_FLOOR ?= 90
 mutation: setup
 	@$(PY) -m pip install -q --disable-pip-version-check -c $(CONSTRAINTS) -e ".[mutation]" 2>&1 | grep -v "^WARNING: Location" || true
 	rm -rf mutants
@@ -80,7 +82,9 @@ mutation: setup
 	@$(PY) -c "import json, sys; s = json.load(open('mutants/mutmut-cicd-stats.json')); k = s['killed'] + s['timeout'] + s['segfault']; \
 	  judged = k + s['survived'] + s['no_tests']; \
 	  judged or sys.exit(f\"mutmut judged none of {s['total']} mutants: its test run failed, see the end of mutmut-run.log\"); \
-	  print(f\"mutation score: {k} of {s['total']} mutants killed ({100 * k / s['total']:.1f}%), {s['survived']} survived, {s['no_tests']} not reached by a test\")"
+	  score = 100 * k / s['total']; \
+	  print(f\"mutation score: {k} of {s['total']} mutants killed ({score:.1f}%), {s['survived']} survived, {s['no_tests']} not reached by a test\"); \
+	  score >= $(MUTATION_FLOOR) or sys.exit(f\"below the floor of $(MUTATION_FLOOR)%: mutmut results lists the survivors\")"
 
 clean-cache:
 	rm -rf $${HIL_CACHE_DIR:-$$HOME/.cache/et-hil}

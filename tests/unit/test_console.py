@@ -123,3 +123,15 @@ def test_the_harness_result_regex_takes_the_new_and_the_old_forms(line: str, add
     match = RESULT_LINE.search(line)
     assert match and match.group(2) == "12"
     assert addr is None or int(match.group(1), 0) == addr
+
+
+@pytest.mark.parametrize(
+    ("line", "addr"),
+    [("Result buf: 0x0838ABCD, size: 7", 0x0838ABCD),
+     ("Result buf: 0838000000, size: 7", 838_000_000), ("Result buf: 4096, size: 7", 4096),
+     ("Result buf: (nil), size: 7", 0)],
+)
+def test_the_result_address_is_hex_after_0x_and_decimal_otherwise(line: str, addr: int) -> None:
+    """`0838000000` (a `%lu` print) is decimal 838,000,000, not an octal or a hex literal; `(nil)` is a null `%p`."""
+    facts = parse_console(line + "\n")
+    assert (facts.result_buf, facts.result_size) == (addr, 7)

@@ -92,3 +92,46 @@ def test_a_null_collection_reads_empty_and_is_written_back_as_null():
     assert profile.events[0].op_types == () and dict(profile.totals_us) == {} and profile.warnings == ()
     assert profile.to_json() == data and list(profile.to_json()) == list(data)
     assert profile.replace(warnings=["w"]).to_json()["warnings"] == ["w"]
+
+
+def test_a_history_row_becomes_the_profile_json_written_out_by_hand():
+    run = {"id": 7, "board": "rt700", "model": "ds_cnn", "simulated": 0, "iterations": 10, "time": "2026-11-30",
+           "totals": {"method_execute": 812.5, "npu_kernels": 700.0}, "npu_fraction": 0.86,
+           "memory": {"planned_bytes": 4096}, "time_scale": {"ticks_per_us": 500.0}, "numerics": {"snr_db": 41.5}}
+    rows = [{"kind": "npu_kernel", "name": "Neutron::conv", "op_types": ["conv2d"], "p50_us": 700.0, "mad_us": 1.0}]
+    assert history_profile(run, rows).to_json() == {
+        "schema": "et-hil/profile/1", "board": "rt700", "model": "ds_cnn", "simulated": False, "iterations": 10,
+        "time_unit": "us",
+        "events": [{"kind": "npu_kernel", "name": "Neutron::conv", "op_types": ["conv2d"], "p50_us": 700.0,
+                    "mad_us": 1.0}],
+        "totals_us": {"method_execute": 812.5, "npu_kernels": 700.0}, "npu_fraction": 0.86,
+        "memory": {"planned_bytes": 4096}, "time_scale": {"ticks_per_us": 500.0}, "numerics": {"snr_db": 41.5}}
+    bare = history_profile({"board": "qemu", "model": "m", "totals": None, "memory": None, "time_scale": None}, [])
+    assert bare.to_json() == {"schema": "et-hil/profile/1", "board": "qemu", "model": "m", "simulated": False,
+                              "iterations": None, "time_unit": "us", "events": [], "totals_us": {},
+                              "npu_fraction": None, "memory": {}, "time_scale": {}, "numerics": {}}
+
+
+def test_events_are_picked_by_method_and_kind_and_totals_read_with_a_default():
+    profile = Profile.from_json({"events": [
+        {"name": "a", "kind": "cpu_op", "method": "forward"}, {"name": "b", "kind": "npu_kernel"},
+        {"name": "c", "kind": "cpu_op", "method": "decode"}, {"name": "d", "kind": "method", "method": "decode"}],
+        "totals_us": {"method_execute": 12.5, "npu_kernels": None}})
+    assert [e.name for e in profile.events_of("forward")] == ["a", "b"]  # an event without a method is forward's
+    assert [e.name for e in profile.events_of("decode")] == ["c", "d"] and profile.events_of("init") == ()
+    assert [e.name for e in profile.of_kind("cpu_op")] == ["a", "c"]
+    assert [e.name for e in profile.of_kind("npu_kernel", "method")] == ["b", "d"]
+    assert profile.total("method_execute") == 12.5 and profile.method_execute_us == 12.5
+    assert profile.total("npu_kernels") == 0.0 and profile.total("cpu_ops", default=-1.0) == -1.0
+    assert profile.total("npu_kernels", 3.0) == 3.0  # a null total is no figure
+
+
+def test_statistics_are_taken_again_from_the_times_only_when_there_are_times():
+    # times 4, 1, 3, 2: sorted 1 2 3 4, median 2.5; |x - 2.5| = 1.5 .5 .5 1.5, MAD 1.0; mean 2.5
+    event = Event.from_json({"name": "x", "kind": "cpu_op", "times_us": [4.0, 1.0, 3.0, 2.0], "p50_us": 99.0})
+    redone = event.with_statistics()
+    assert (redone.p50_us, redone.min_us, redone.max_us, redone.mad_us, redone.mean_us) == (2.5, 1.0, 4.0, 1.0, 2.5)
+    kept = Event.from_json({"name": "y", "kind": "cpu_op", "p50_us": 7.0, "mad_us": 0.25})
+    assert kept.with_statistics().to_json() == {"name": "y", "kind": "cpu_op", "p50_us": 7.0, "mad_us": 0.25}
+    cut = event.without_first(2)
+    assert cut.times_us == (3.0, 2.0) and cut.p50_us == 2.5 and cut.min_us == 2.0

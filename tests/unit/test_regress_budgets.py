@@ -172,3 +172,30 @@ def test_odd_inputs_are_violations_not_crashes():
                                 budget_from_mapping({"memory": {"model_size_bytes": 1}}, "t"))
     assert violation.measured is None
     assert memory_footprint({"planned_buffers": [100, 28]}) == 128
+
+
+def test_a_budget_file_with_a_bom_reads_and_a_model_key_that_is_no_table_is_named(tmp_path):
+    bommed = tmp_path / "bom.toml"
+    bommed.write_bytes(b"\xef\xbb\xbf[synthnet]\ntotal_us = 250.0\n")  # what Windows Notepad saves
+    budget = load_file_budget(bommed, "synthnet")
+    assert budget is not None and budget.total_us == 250.0
+    flat = tmp_path / "flat.toml"
+    flat.write_text("synthnet = 3\n")
+    with pytest.raises(BoardConfigError) as refused:
+        load_file_budget(flat, "synthnet")
+    assert str(refused.value) == f"budget file {flat}: [synthnet] must be a table"
+
+
+def test_output_limits_are_judged_on_the_numerics_section_against_eager(profile):
+    numerics = {"status": "computed", "vs_eager": {"snr_db": 30.0, "cosine": 0.99912, "max_abs_error": 0.25},
+                "vs_runtime": {"snr_db": 200.0, "max_abs_error": 0.0}}
+    checked = {**profile, "numerics": numerics}
+    both = budget_from_mapping({"snr_db_min": 40, "max_abs_error": 0.1}, "marker")
+    assert [v.describe() for v in check_budget(checked, both)] == [
+        "output SNR vs eager PyTorch (min): measured 30 dB, limit (min) 40 dB [worst output, cosine 0.99912]",
+        "output max abs error vs eager PyTorch: measured 0.25, limit (max) 0.1 [worst output]"]
+    assert check_budget(checked, budget_from_mapping({"snr_db_min": 29.5, "max_abs_error": 0.25}, "m")) == []
+    (snr_only,) = check_budget(checked, budget_from_mapping({"snr_db_min": 40}, "m"))
+    assert snr_only.what == "output SNR vs eager PyTorch (min)"
+    (abs_only,) = check_budget(checked, budget_from_mapping({"max_abs_error": 0.1}, "m"))
+    assert abs_only.measured == 0.25
