@@ -1,0 +1,78 @@
+"""`hil inspect` of a run folder: the flags that change what it reads (--drift-snr-db, --no-verify).
+
+Truths: thresholds, messages and files written into the test; the run folder is test_inspect_cmd's
+(the analysis tests' host-runtime program, listed with hashlib).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from hil.analysis.inspect_cmd import inspect_files
+from hil.errors import InputError
+from hil.evidence import EvidenceError
+from test_inspect_cmd import _args, listing, run_folder  # noqa: F401  (run_folder: the fixture)
+
+
+def _printed(capsys: pytest.CaptureFixture[str], **given: object) -> dict:
+    assert inspect_files(_args(**given)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _as_debug_run(folder: Path, stored_snr_db: float) -> None:
+    """Make `folder` a debug-output run: a debug buffer beside the dump, its threshold in the manifest."""
+    (folder / "debug.bin").write_bytes(bytes(64))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest.update(drift_snr_db=stored_snr_db, files=listing(folder))
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_debug_run_is_judged_at_the_threshold_asked_for_else_at_its_own(run_folder: Path,  # noqa: F811
+                                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    _as_debug_run(run_folder, stored_snr_db=20.0)
+    assert _printed(capsys, path=run_folder)["drift"]["threshold_snr_db"] == 20.0
+    assert _printed(capsys, path=run_folder, drift_snr_db=7.5)["drift"]["threshold_snr_db"] == 7.5
+
+
+def test_a_debug_run_whose_dump_logged_no_tensor_says_why_beside_the_threshold(run_folder: Path,  # noqa: F811
+                                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The analysis program ran without a debug buffer: the section names the cause, the profile stands."""
+    _as_debug_run(run_folder, stored_snr_db=20.0)
+    printed = _printed(capsys, path=run_folder, drift_snr_db=7.5)
+    drift = printed["drift"]
+    assert "cannot compute the numeric gap" in drift["note"] and drift["operators"] == []
+    assert drift["first_drift"] is None and drift["debug_buffer"]["used_bytes"] == 64  # bytes(64) written above
+    assert [e for e in printed["events"] if e["kind"] == "method"]
+
+
+@pytest.mark.parametrize("threshold", [math.nan, math.inf, -math.inf])
+def test_a_drift_threshold_that_is_no_finite_number_is_refused_naming_the_flag(run_folder: Path,  # noqa: F811
+                                                                               threshold: float) -> None:
+    with pytest.raises(InputError) as refused:
+        inspect_files(_args(path=run_folder, drift_snr_db=threshold))
+    assert str(refused.value) == f"--drift-snr-db must be a finite number, not {threshold!r}"
+
+
+def _tamper_console(folder: Path) -> None:
+    """A console log listed in the manifest with 9 us, then changed to 7 us behind its back."""
+    (folder / "serial.log").write_text("Inference time: 9 us\r\n")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"] = listing(folder)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    (folder / "serial.log").write_text("Inference time: 7 us\r\n")
+
+
+def test_a_changed_file_is_refused_unless_told_not_to_verify(run_folder: Path,  # noqa: F811
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    _tamper_console(run_folder)
+    changed = r"serial\.log: sha256 \w+\.\.\. differs from .*manifest\.json's \w+\.\.\.: the file changed after the run"
+    with pytest.raises(EvidenceError, match=changed):
+        inspect_files(_args(path=run_folder))
+    printed = _printed(capsys, path=run_folder, no_verify=True)
+    assert printed["console"]["inference_times_us"] == [7]  # the file as it is now, not as listed
+    assert printed["warnings"][0] == (f"{run_folder}: files not verified against manifest.json (--no-verify): "
+                                      "the figures may not be the run's")
