@@ -76,3 +76,26 @@ def test_a_changed_file_is_refused_unless_told_not_to_verify(run_folder: Path,  
     assert printed["console"]["inference_times_us"] == [7]  # the file as it is now, not as listed
     assert printed["warnings"][0] == (f"{run_folder}: files not verified against manifest.json (--no-verify): "
                                       "the figures may not be the run's")
+
+
+def _rewrite_manifest(folder: Path, **changes: object) -> None:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest.update(changes)
+    (folder / "manifest.json").write_text(json.dumps({k: v for k, v in manifest.items() if v is not None}))
+
+
+def test_the_outputs_check_recorded_by_the_run_is_in_its_profile_again(run_folder: Path,  # noqa: F811
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """No dump holds the outputs' check: the manifest's, as written here, comes back under `numerics`."""
+    assert "numerics" not in _printed(capsys, path=run_folder)
+    check = {"status": "ok", "outputs": []}
+    _rewrite_manifest(run_folder, numerics=check)
+    assert _printed(capsys, path=run_folder)["numerics"] == check
+
+
+def test_a_manifest_without_a_warmup_keeps_every_run(run_folder: Path,  # noqa: F811
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    _rewrite_manifest(run_folder, warmup=None)
+    printed = _printed(capsys, path=run_folder)
+    (method,) = [e for e in printed["events"] if e["kind"] == "method"]
+    assert len(method["times_us"]) == 3  # the program's 3 runs (test_inspect_cmd.run_folder), none dropped
