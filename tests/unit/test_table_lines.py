@@ -134,8 +134,10 @@ def test_events_without_a_method_execute_get_no_share_and_no_over_100_marker() -
         "CPU fallback ops: none",
     ]
     profile["totals_us"] = {"method_execute": 0.0, "cpu_ops": 50.0}
-    assert format_table(profile).splitlines()[6] == "Method::execute                              0.000 us"
-    assert format_table(profile).splitlines()[7] == "CPU operators                               50.000 us"
+    assert format_table(profile).splitlines()[6:8] == [
+        "Method::execute                              0.000 us",
+        "CPU operators                               50.000 us",
+    ]
 
 
 def test_a_sub_microsecond_method_still_marks_a_profiling_dump_over_it() -> None:
