@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from hil.regress.compare import Comparison, EventDelta, format_comparison
+from hil.regress.compare import Comparison, EventDelta, compare_profiles, compare_runs, format_comparison
 
 # What hil.numerics.gate.snr_drop says when the outputs got worse (its wording, a 40 -> 30 dB drop).
 SNR_DROP = "output SNR vs eager PyTorch dropped from 40.0 dB to 30.0 dB (more than 3 dB)"
@@ -59,3 +59,22 @@ def test_a_table_shows_the_ten_largest_by_default_and_counts_them_all():
     assert shown == ["op 11", "op 10", "op 9", "op 8", "op 7", "op 6", "op 5", "op 4", "op 3", "op 2"]
     assert [line.split("  ")[0] for line in format_comparison(Comparison(eleven), limit=2).splitlines()[5:]] == [
         "op 11", "op 10"]
+
+
+def test_the_limits_given_to_a_one_run_comparison_are_the_ones_it_judges_by():
+    from test_regress_synth import synth_profile
+
+    # kernel 1 10% slower: a regression at the default 5% tolerance (test_regress_compare), not at 50%
+    lenient = compare_profiles(synth_profile(1), synth_profile(2, slow={("npu_kernel", "1", 0): 1.10}), tolerance=0.5)
+    assert (lenient.tolerance, lenient.regressions) == (0.5, [])
+    assert format_comparison(lenient).splitlines()[0].endswith("(tolerance 50%, noise 3 sigma)")
+
+
+def test_a_new_run_exactly_20_percent_slower_as_a_whole_is_still_judged_with_its_limits_widened():
+    from test_regress_across_runs import runs
+
+    # no jitter: 4 identical baseline runs on host time, the new run every time x 1.2, the edge of machine load
+    comparison = compare_runs(runs(range(4), jitter=0.0), runs([9], jitter=0.0, scale=1.2))
+    assert not comparison.disturbed and comparison.notes[2:] == [
+        "new run(s) 20% slower as a whole (machine load): every limit widened by as much"]
+    assert {d.verdict for d in comparison.deltas} == {"unchanged"}
