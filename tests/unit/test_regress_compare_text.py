@@ -70,11 +70,21 @@ def test_the_limits_given_to_a_one_run_comparison_are_the_ones_it_judges_by():
     assert format_comparison(lenient).splitlines()[0].endswith("(tolerance 50%, noise 3 sigma)")
 
 
-def test_a_new_run_exactly_20_percent_slower_as_a_whole_is_still_judged_with_its_limits_widened():
+def _loaded(scale: float) -> Comparison:
+    """4 identical baseline runs on host time (no jitter) against one run with every time x `scale`."""
     from test_regress_across_runs import runs
 
-    # no jitter: 4 identical baseline runs on host time, the new run every time x 1.2, the edge of machine load
-    comparison = compare_runs(runs(range(4), jitter=0.0), runs([9], jitter=0.0, scale=1.2))
+    return compare_runs(runs(range(4), jitter=0.0), runs([9], jitter=0.0, scale=scale))
+
+
+def test_a_new_run_exactly_20_percent_slower_as_a_whole_is_still_judged_with_its_limits_widened():
+    comparison = _loaded(1.2)  # the edge of machine load
     assert not comparison.disturbed and comparison.notes[2:] == [
         "new run(s) 20% slower as a whole (machine load): every limit widened by as much"]
     assert {d.verdict for d in comparison.deltas} == {"unchanged"}
+
+
+def test_the_load_note_says_the_percentage_from_2_percent_on():
+    # x 1.184: 18.4% said as "18%"; x 1.02: a 2% load, the least that is worth a note
+    assert _loaded(1.184).notes[2:] == ["new run(s) 18% slower as a whole (machine load): every limit widened by as much"]
+    assert _loaded(1.02).notes[2:] == ["new run(s) 2% slower as a whole (machine load): every limit widened by as much"]
