@@ -70,7 +70,7 @@ test: setup sources firmware-check
 
 # Mutation testing of the code that computes what users act on (hil/analysis/, hil/regress/compare.py,
 # budgets.py, stats.py; the list is [tool.mutmut] in pyproject.toml). Not part of `make test`: it runs
-# the fast unit tests once per mutant, about 26 minutes on two cores. Prints the share of mutants killed
+# the fast unit tests once per mutant, about 42 minutes on two cores. Prints the share of mutants killed
 # and fails below MUTATION_FLOOR percent.
 MUTATION_FLOOR ?= 90
 mutation: setup
