@@ -26,7 +26,8 @@ from hil.board_console import DEFAULT_EXPECT_TIMEOUT_S, Console
 from hil.boards import open_board
 from hil.config import BoardConfig
 from hil.errors import TargetError
-from hil.run_folder import RunFolder, finish_profile, finish_session, is_simulated
+from hil.manifest import is_simulated
+from hil.run_folder import RunFolder, finish_profile, finish_session
 from hil.target.capture import RunContext, read_out_etdump, run_to_breakpoint
 from hil.target.gdbmi import GdbMiSession
 from hil.target.run_config import CONFIG_SYMBOL, RunPlan, check_echo, configure_run

@@ -26,10 +26,10 @@ from hil.analysis.profile_model import Profile
 from hil.defaults import DEFAULT_ITERATIONS
 from hil.errors import BoardConfigError, HilError, InputError, WriteError
 from hil.firmware.elf_model import check_image_carries
-from hil.manifest import sha256_file
+from hil.manifest import is_simulated, sha256_file
 from hil.numerics.check import SIM_NPU_REASON, RunInputs, numerics_section, skip_reason, write_outputs
 from hil.progress import Progress, Within
-from hil.run_folder import RUN_FILES, RunFolder, board_provenance, finish_profile, is_simulated  # noqa: F401
+from hil.run_folder import RUN_FILES, RunFolder, board_provenance, finish_profile
 from hil.steps import StepTimer
 
 

@@ -26,8 +26,7 @@ from hil.analysis.profile_model import Profile
 from hil.analysis.warmup import drop_warmup
 from hil.errors import InputError
 from hil.held_lock import HeldLock
-from hil.manifest import (MANIFEST_NAME, Manifest, describe_files, is_simulated, load_manifest,  # noqa: F401
-                          sha256_file, write_manifest)
+from hil.manifest import MANIFEST_NAME, Manifest, describe_files, load_manifest, sha256_file, write_manifest
 from hil.probe.lock import LockHolder
 
 if TYPE_CHECKING:

@@ -220,7 +220,8 @@ def test_inspect_of_a_session_run_on_an_rt700_kind_board_file_says_not_simulated
     """The `hil_board` session's finish (hil.run_folder.finish_session), then `hil inspect RUN_DIR --json`."""
     from hil.analysis.profile import build_profile
     from hil.config import load_board_config
-    from hil.run_folder import RunFolder, finish_profile, finish_session, is_simulated
+    from hil.manifest import is_simulated
+    from hil.run_folder import RunFolder, finish_profile, finish_session
 
     cfg = load_board_config(path=_my_bench(tmp_path))
     assert (cfg.name, cfg.kind) == ("my_bench", "rt700")
