@@ -23,12 +23,19 @@ def _printed(capsys: pytest.CaptureFixture[str], **given: object) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+def _rewrite_manifest(folder: Path, *, drop: tuple[str, ...] = (), **changes: object) -> None:
+    """The run folder's manifest.json with `changes` set and the keys in `drop` taken out."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest.update(changes)
+    for key in drop:
+        manifest.pop(key, None)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
 def _as_debug_run(folder: Path, stored_snr_db: float) -> None:
     """Make `folder` a debug-output run: a debug buffer beside the dump, its threshold in the manifest."""
     (folder / "debug.bin").write_bytes(bytes(64))
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest.update(drift_snr_db=stored_snr_db, files=listing(folder))
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    _rewrite_manifest(folder, drift_snr_db=stored_snr_db, files=listing(folder))
 
 
 def test_a_debug_run_is_judged_at_the_threshold_asked_for_else_at_its_own(run_folder: Path,  # noqa: F811
@@ -60,9 +67,7 @@ def test_a_drift_threshold_that_is_no_finite_number_is_refused_naming_the_flag(r
 def _tamper_console(folder: Path) -> None:
     """A console log listed in the manifest with 9 us, then changed to 7 us behind its back."""
     (folder / "serial.log").write_text("Inference time: 9 us\r\n")
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["files"] = listing(folder)
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    _rewrite_manifest(folder, files=listing(folder))
     (folder / "serial.log").write_text("Inference time: 7 us\r\n")
 
 
@@ -78,12 +83,6 @@ def test_a_changed_file_is_refused_unless_told_not_to_verify(run_folder: Path,  
                                       "the figures may not be the run's")
 
 
-def _rewrite_manifest(folder: Path, **changes: object) -> None:
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest.update(changes)
-    (folder / "manifest.json").write_text(json.dumps({k: v for k, v in manifest.items() if v is not None}))
-
-
 def test_the_outputs_check_recorded_by_the_run_is_in_its_profile_again(run_folder: Path,  # noqa: F811
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """No dump holds the outputs' check: the manifest's, as written here, comes back under `numerics`."""
@@ -95,7 +94,7 @@ def test_the_outputs_check_recorded_by_the_run_is_in_its_profile_again(run_folde
 
 def test_a_manifest_without_a_warmup_keeps_every_run(run_folder: Path,  # noqa: F811
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    _rewrite_manifest(run_folder, warmup=None)
+    _rewrite_manifest(run_folder, drop=("warmup",))
     printed = _printed(capsys, path=run_folder)
     (method,) = [e for e in printed["events"] if e["kind"] == "method"]
     assert len(method["times_us"]) == 3  # the program's 3 runs (test_inspect_cmd.run_folder), none dropped
