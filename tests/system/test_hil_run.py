@@ -97,3 +97,21 @@ def test_hil_export_writes_the_program_a_firmware_build_needs(run_cli, tmp_path)
     assert read_program(out / "model.pte").kernels and (out / "etrecord.bin").stat().st_size > 0
     refused = run_cli("export", "--model", spec, "--out", str(out), "--delegate", "no-such-backend")
     assert refused.returncode != 0 and "no-such-backend" in refused.stderr and "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize(("extra", "env", "says"), [
+    (("--firmware", "runtime"), {}, 'qemu.firmware = "runtime" (command line) asks for the runtime image, but there is'),
+    ((), {"HIL_GIT_BASE": "/mirrors"}, "HIL_GIT_BASE is set, so the runtime image is wanted, but there is"),
+])
+def test_the_runtime_image_wanted_without_sources_is_an_environment_fault_that_replays_nothing(
+        run_cli, tmp_path, extra, env, says):
+    out, missing = tmp_path / "run", tmp_path / "no-sdk"
+    done = run_cli("run", "--board", "qemu", "--model", "cifar10", "--delegate", "none", "--iterations", "1", "-q",
+                   "--out", str(out), *extra, env={"RT700_SDK_DIR": str(missing), "HIL_GIT_BASE": "", **env})
+    assert done.returncode == 3, done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first.startswith(f"hil run: board 'qemu': {says} no firmware source workspace at {missing}"), first
+    assert "make rt700-sdk" in first and "replays" not in done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and not (out / "serial.log").exists()  # nothing ran
+    assert manifest["firmware_choice"]["setting"] == ("runtime" if extra else "auto")
