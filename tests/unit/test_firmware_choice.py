@@ -13,6 +13,7 @@ from hil.cli import exit_code_for
 from hil.config import load_board_config
 from hil.errors import EnvironmentFault, InputError
 from hil.firmware.qemu_firmware import Requirement, check_elf_kind, choice_record, choose_qemu_firmware
+from test_runtime_image import workspace  # noqa: F401  (a folder standing for the source workspace, in RT700_SDK_DIR)
 
 NIGHTLY = Requirement("runtime", "the history's series of cifar10 on qemu is a runtime series")
 
@@ -30,16 +31,6 @@ def no_workspace(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("RT700_SDK_DIR", str(tmp_path / "no-sdk"))
     monkeypatch.delenv("HIL_GIT_BASE", raising=False)
     return tmp_path / "no-sdk"
-
-
-@pytest.fixture
-def workspace(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "sdk"
-    folder.mkdir()
-    (folder / "workspace.env").write_text("EXECUTORCH_ROOT=executorch\n")
-    monkeypatch.setenv("RT700_SDK_DIR", str(folder))
-    monkeypatch.delenv("HIL_GIT_BASE", raising=False)
-    return folder
 
 
 def test_a_required_runtime_image_without_sources_is_an_environment_fault_naming_the_folder(tmp_path, no_workspace):
