@@ -115,3 +115,21 @@ def test_the_runtime_image_wanted_without_sources_is_an_environment_fault_that_r
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "failed" and not (out / "serial.log").exists()  # nothing ran
     assert manifest["firmware_choice"]["setting"] == ("runtime" if extra else "auto")
+
+
+def test_a_run_that_requires_the_runtime_image_fails_without_sources_and_says_why(tmp_path, monkeypatch):
+    """What the plugin does for a history whose series is a runtime series: one field of the request."""
+    from hil.errors import EnvironmentFault
+    from hil.firmware.qemu_firmware import Requirement
+
+    monkeypatch.setenv("RT700_SDK_DIR", str(tmp_path / "no-sdk"))
+    monkeypatch.delenv("HIL_GIT_BASE", raising=False)
+    why = "the history's series of cifar10 on qemu is a runtime series"
+    out = tmp_path / "run"
+    with pytest.raises(EnvironmentFault, match=f"{why} asks for the runtime image, but there is no firmware source"):
+        run_profile(RunRequest(model="cifar10", board=load_board_config("qemu"), out_dir=out, iterations=1,
+                               delegate="none", required_firmware=Requirement("runtime", why)))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["firmware_choice"] == {"setting": "auto", "from": f"board file {REPO / 'boards' / 'qemu.toml'}",
+                                           "required": {"kind": "runtime", "reason": why}}
+    assert manifest["error_kind"] == "EnvironmentFault" and not (out / "serial.log").exists()
