@@ -95,15 +95,16 @@ def choose_qemu_firmware(cfg: BoardConfig, delegate: str, *, crafted: bool = Fal
         raise InputError(f"board '{cfg.name}': {_stated(cfg)}, but the run requires the {required.kind} image "
                          f"({required.reason})")
     need = required.kind if required is not None else (choice if choice != "auto" else None)
-    why_needed = required.reason if required is not None else _stated(cfg)
+    # Who wants the runtime image, in words that end with it: the errors below go on from there.
+    asked = (f"the run requires the runtime image ({required.reason})" if required is not None
+             else f"{_stated(cfg)} asks for the runtime image")
     if need == "replay" or (need is None and crafted):
         return QemuFirmware("replay")
     if crafted:
-        raise InputError(f"board '{cfg.name}': this run asks for a crafted replay image, but {why_needed} "
-                         "asks for the runtime image")
+        raise InputError(f"board '{cfg.name}': this run asks for a crafted replay image, but {asked}")
     if delegate not in RUNTIME_DELEGATES:
         if need == "runtime":
-            raise InputError(f"board '{cfg.name}': {why_needed} asks for the runtime image, which cannot run a "
+            raise InputError(f"board '{cfg.name}': {asked}, which cannot run a "
                              f"program lowered with the '{delegate}' delegate (it runs: {', '.join(RUNTIME_DELEGATES)});"
                              " use --delegate none or neutron-sim")
         return QemuFirmware("replay", notice=f"a program with the '{delegate}' delegate runs on the replay image "
@@ -113,7 +114,7 @@ def choose_qemu_firmware(cfg: BoardConfig, delegate: str, *, crafted: bool = Fal
         return QemuFirmware("runtime", workspace)
     missing = f"no firmware source workspace at {workspace_folder()} (RT700_SDK_DIR)"
     if need == "runtime":
-        raise EnvironmentFault(f"board '{cfg.name}': {why_needed} asks for the runtime image, but there is {missing}; "
+        raise EnvironmentFault(f"board '{cfg.name}': {asked}, but there is {missing}; "
                                f"assemble it with {WORKSPACE_HINT}")
     if os.environ.get("HIL_GIT_BASE"):
         raise EnvironmentFault(f"board '{cfg.name}': HIL_GIT_BASE is set, so the runtime image is wanted, but there "

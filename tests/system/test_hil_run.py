@@ -126,7 +126,7 @@ def test_a_run_that_requires_the_runtime_image_fails_without_sources_and_says_wh
     monkeypatch.delenv("HIL_GIT_BASE", raising=False)
     why = "the history's series of cifar10 on qemu is a runtime series"
     out = tmp_path / "run"
-    with pytest.raises(EnvironmentFault, match=f"{why} asks for the runtime image, but there is no firmware source"):
+    with pytest.raises(EnvironmentFault, match=rf"the run requires the runtime image \({why}\), but there is no firmware source"):
         run_profile(RunRequest(model="cifar10", board=load_board_config("qemu"), out_dir=out, iterations=1,
                                delegate="none", required_firmware=Requirement("runtime", why)))
     manifest = json.loads((out / "manifest.json").read_text())
