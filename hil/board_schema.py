@@ -91,6 +91,8 @@ FEATURES = {
     "runtime": "the ExecuTorch runtime executes the program on the target's own core",
 }
 
+# What the QEMU board runs ([qemu].firmware; hil.firmware.qemu_firmware): also the words of --hil-firmware.
+FIRMWARE_CHOICES = ("runtime", "replay", "auto")
 FREE = None  # a section (or sub-table) passed through as it is
 POSITIVE_S = number(above=0)
 
@@ -98,6 +100,8 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
     "board": {
         "name": text(non_empty=True),
         "kind": choice("qemu", "rt700"),
+        # The built-in board this file changes a few keys of (hil.config: partial board files).
+        "extends": text(non_empty=True),
         "description": text(),
         "clock_mhz": number(above=0),
         "features": list_of("feature names (" + ", ".join(FEATURES) + ")", lambda v: v in FEATURES),
@@ -120,7 +124,7 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
         # In a lab: the path ser2net serves as this QEMU's console; the board links it to QEMU's pty (hil.lab).
         "serial_pty": text(non_empty=True),
         # What the board runs (hil.firmware.qemu_firmware) and QEMU's instruction counting (-icount shift=N).
-        "firmware": choice("runtime", "replay", "auto"),
+        "firmware": choice(*FIRMWARE_CHOICES),
         "icount_shift": integer(at_least=0),
     },
     "debug": {
@@ -198,8 +202,9 @@ def _near(word: str, known: list[str]) -> str:
     return f"did you mean '{close[0]}'? " if close else ""
 
 
-def validate(data: Mapping[str, Any], where: str) -> None:
-    """Refuse unknown sections and keys, wrong types and impossible values; `where` names the file."""
+def validate(data: Mapping[str, Any], where: str, *, whole: bool = True) -> None:
+    """Refuse unknown sections and keys, wrong types and impossible values; `where` names the file.
+    `whole=False`: a partial file, merged over a built-in board later, may lack [board].kind."""
     sections = sorted(SCHEMA)
     for section, body in data.items():
         if section not in SCHEMA:
@@ -220,5 +225,5 @@ def validate(data: Mapping[str, Any], where: str) -> None:
             setting = keys[key]
             if setting is not None and not setting.valid(value):
                 raise BoardConfigError(f"{where}: [{section}].{key} must be {setting.expected}, not {value!r}")
-    if "kind" not in data.get("board", {}):
+    if whole and "kind" not in data.get("board", {}):
         raise BoardConfigError(f"{where}: [board].kind is missing ({SCHEMA['board']['kind'].expected})")  # type: ignore[index,union-attr]

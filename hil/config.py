@@ -9,13 +9,18 @@ harness runs in.
 A board named on the command line is looked up in, first to last: each folder of
 `HIL_BOARDS_DIR` (os.pathsep-separated), the project's `boards/` folders (pytest's rootdir, then
 the current folder), and the board files that ship with et-hil.
+
+A file may hold only the keys it changes of a built-in board (docs/board-files.md, "Changing a few
+keys"): one with `[board].extends = "NAME"`, or one without `[board].kind` whose `[board].name` or
+file name is a built-in board's, is merged key by key over that built-in file, and the whole is
+checked. So a two-line `[qemu]` / `firmware = "runtime"` file named qemu.toml is the built-in QEMU
+board with the runtime image, and follows the built-in's other keys as they change.
 """
 
 from __future__ import annotations
 
 import copy
 import os
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +31,7 @@ from hil.errors import BoardConfigError, InputError
 from hil.checks import finite_number
 from hil.defaults import DEFAULT_FAULT_HANDLERS
 from hil.paths import BOARDS_DIR
+from hil.board_files import absolute, absolute_paths, extended, read_toml
 
 BOARDS_ENV = "HIL_BOARDS_DIR"
 
@@ -49,6 +55,16 @@ class BoardConfig:
     kind: str
     source: Path | None
     data: dict[str, Any] = field(repr=False)
+    # `section.key` -> where its value came from, for a value `source` does not hold: an override's origin
+    # ("command line", "environment HIL_FIRMWARE", ...) or the built-in board a partial file extends.
+    origins: dict[str, str] = field(default_factory=dict, repr=False)
+    base: Path | None = None  # the built-in board file a partial `source` extends
+
+    def origin(self, dotted: str) -> str:
+        """Where the value of `section.key` came from, in words (what a manifest and an error say)."""
+        if dotted in self.origins:
+            return self.origins[dotted]
+        return f"board file {self.source}" if self.get(dotted) is not None else "not set: the default"
 
     def get(self, dotted: str, default: Any = None) -> Any:
         """Read `section.key` from the document, or `default` when absent."""
@@ -115,13 +131,14 @@ class BoardConfig:
                 f"board '{self.name}' ({self.source}): memory.ram must be a list of [start, size] pairs"
             ) from exc
 
-    def with_overrides(self, overrides: dict[str, Any]) -> "BoardConfig":
-        """A copy with `section.key -> value` overrides applied; `None` values are ignored.
+    def with_overrides(self, overrides: dict[str, Any], origins: dict[str, str] | None = None) -> "BoardConfig":
+        """A copy with `section.key -> value` overrides applied; `None` values are ignored. `origins`
+        says where each came from (default "command line"), for `origin`.
 
         The result is checked like a board file; a relative path given on the command line is
         taken from the current folder (where the user typed it), not the board file's.
         """
-        data = copy.deepcopy(self.data)
+        data, came = copy.deepcopy(self.data), dict(self.origins)
         for dotted, value in overrides.items():
             if value is None:
                 continue
@@ -129,16 +146,10 @@ class BoardConfig:
             node = data
             for part in parents:
                 node = node.setdefault(part, {})
-            node[leaf] = _absolute(value, Path.cwd()) if dotted in path_keys() else value
+            node[leaf] = absolute(value, Path.cwd()) if dotted in path_keys() else value
+            came[dotted] = (origins or {}).get(dotted, "command line")
         validate(data, f"board '{self.name}' ({self.source}) with command-line overrides")
-        return BoardConfig(self.name, self.kind, self.source, data)
-
-
-def _absolute(value: Any, base: Path) -> Any:
-    """A relative path string made absolute against `base`; "" (not set) and absolute paths stay."""
-    if not isinstance(value, str) or not value or Path(value).expanduser().is_absolute():
-        return value
-    return os.path.normpath(base / Path(value).expanduser())
+        return BoardConfig(self.name, self.kind, self.source, data, came, self.base)
 
 
 def board_dirs(project_dirs: Sequence[Path] = ()) -> list[Path]:
@@ -179,18 +190,14 @@ def load_board_config(
                 f"{', '.join(known_boards(project_dirs)) or 'none'}; or set {BOARDS_ENV}, or pass --board-config FILE)"
             )
     path = Path(path).expanduser().resolve()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM (Windows editors) is no statement
-    except (FileNotFoundError, IsADirectoryError) as exc:
-        raise BoardConfigError(f"board file not found: {path}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise BoardConfigError(f"board file {path} is not valid TOML: {exc}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BoardConfigError(f"board file {path} cannot be read: {exc}") from exc
-    validate(data, f"board file {path}")
-    for dotted in path_keys():
-        section, key = dotted.split(".")
-        if key in data.get(section, {}):
-            data[section][key] = _absolute(data[section][key], path.parent)
+    data = read_toml(path)
+    validate(data, f"board file {path}", whole=False)
+    absolute_paths(data, path.parent)
+    base = extended(data, path)
+    origins: dict[str, str] = {}
+    if base is not None:
+        data, origins = base.merged_under(data)
+        validate(data, f"board file {path} over the built-in {base.path}")
     board = data["board"]
-    return BoardConfig(name=board.get("name", name or path.stem), kind=board["kind"], source=path, data=data)
+    return BoardConfig(name=board.get("name", name or path.stem), kind=board["kind"], source=path, data=data,
+                       origins=origins, base=base.path if base is not None else None)

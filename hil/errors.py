@@ -28,6 +28,11 @@ class BuildError(HilError):
     """A firmware image failed to build."""
 
 
+class EnvironmentFault(HilError):
+    """The machine lacks a part the run needs (a firmware source workspace, say): exit status 3. The message
+    names the part, where it was looked for, and the command that provides it."""
+
+
 class TargetError(HilError):
     """The target (QEMU or a real board) misbehaved: died, hung, or returned a bad result."""
 

@@ -23,7 +23,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Readers of what the toolchain and the target write, needing nothing but the base.
     ("formats", ("hil.pte", "hil.analysis.console", "hil.firmware.elf_reader", "hil.validate.pte",
                  "hil.validate.files", "hil.validate.fields", "hil.numerics.tensors", "hil.numerics.metrics")),
-    ("configuration", ("hil.board_schema", "hil.config", "hil.options", "hil.inputs", "hil.capabilities")),
+    ("configuration", ("hil.board_schema", "hil.board_files", "hil.config", "hil.options", "hil.inputs", "hil.capabilities")),
     ("target I/O", ("hil.target", "hil.probe")),
     ("analysis", ("hil.manifest", "hil.evidence", "hil.validate", "hil.analysis", "hil.drift.report",
                   "hil.numerics.section", "hil.numerics.gate", "hil.numerics.budget")),
@@ -32,7 +32,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("boards", ("hil.boards", "hil.board_console", "hil.lab", "hil.firmware.qemu_firmware")),
     ("judging", ("hil.regress",)),
     ("publishing", ("hil.report",)),
-    ("runs", ("hil.run_folder", "hil.out_folder", "hil.pipeline", "hil.board_session", "hil.doctor")),
+    ("runs", ("hil.run_folder", "hil.out_folder", "hil.run_image", "hil.pipeline", "hil.board_session", "hil.doctor")),
     ("front ends", ("hil.cli", "hil.cli_regress", "hil.plugin", "hil.plugin_boards", "hil.plugin_output",
                     "hil.plugin_regress", "hil.settings", "hil.analysis.inspect_cmd", "hil.firmware.sources",
                     "hil.lab.session", "hil.layers")),

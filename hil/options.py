@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from hil.board_schema import FIRMWARE_CHOICES
+
 PREFIX = "hil-"
 
 
@@ -45,6 +47,13 @@ def _int_auto(text: str) -> int:
     return int(text, 0)
 
 
+def firmware_choice(text: str) -> str:
+    """One of FIRMWARE_CHOICES (`runtime`, `replay`, `auto`), as `[qemu].firmware` takes it."""
+    if text not in FIRMWARE_CHOICES:
+        raise ValueError(f"not one of {', '.join(FIRMWARE_CHOICES)}")
+    return text
+
+
 def _absolute_path(text: str) -> str:
     """A path given on the command line is the user's, relative to where they are, not to the board file."""
     return str(Path(text).expanduser().absolute())
@@ -62,6 +71,9 @@ OVERRIDES: tuple[Override, ...] = (
     Override("swd-frequency", "pyocd.frequency_hz", _int_auto, "HZ", "SWD clock in Hz"),
     Override("port", "serial.url", str, "URL", "serial console: /dev/ttyACM0, hwgrep://VID:PID or rfc2217://host:port"),
     Override("baudrate", "serial.baudrate", int, "BAUD", "serial console baud rate"),
+    Override("firmware", "qemu.firmware", firmware_choice, "KIND",
+             "QEMU: runtime (the real firmware; an error when it cannot be built), replay (a host-made ETDump) or "
+             "auto (runtime when it can, else replay with a notice); wins over the board file's [qemu].firmware"),
     Override("elf", "firmware.elf", _absolute_path, "ELF",
              "firmware ELF to flash (RT700; on QEMU: your own mps2-an505 image instead of the replay image)"),
 )

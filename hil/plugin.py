@@ -30,7 +30,7 @@ from hil.errors import InputError
 from hil.options import OVERRIDES
 from hil.progress import Lines
 from hil.run_names import RunNames, run_label
-from hil.settings import DEFAULT_ARTIFACTS, add_ini, option_help
+from hil.settings import BY_DEST, DEFAULT_ARTIFACTS, add_ini, option_help
 from hil.settings import resolve as resolve_settings
 
 if TYPE_CHECKING:  # imported when the fixture is used: it pulls in the board classes
@@ -71,8 +71,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--hil-inputs", dest="hil_inputs", type=Path, default=None, metavar="FILE",
                     help="input tensors (.pt/.npz) for every hil_profile run instead of the model's example inputs")
     add_ini(parser)
-    for opt in OVERRIDES:
-        group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar, help=opt.help)
+    for opt in OVERRIDES:  # those that are settings too (--hil-firmware) also come from the environment and ini
+        group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar,
+                        help=option_help(opt.dest, opt.help) if opt.dest in BY_DEST else opt.help)
     from hil.lab.session import LAB_OPTIONS
 
     for flag, dest, kind, metavar, text in LAB_OPTIONS:

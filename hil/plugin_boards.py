@@ -23,6 +23,7 @@ import pytest
 
 from hil.config import BoardConfig, load_board_config
 from hil.options import overrides_from
+from hil.settings import override_origins
 
 DEFAULT = None  # the session's board, as the settings chose it
 PARAMETRIZED = ("hil_board", "hil_board_config")
@@ -39,7 +40,7 @@ def load(pytestconfig: pytest.Config, param: Any = DEFAULT) -> BoardConfig:
     """The board file of `param` with the command line's overrides, not held (cheap: for markers)."""
     name, file = _name_and_file(pytestconfig, param)
     cfg = load_board_config(name, file, project_dirs=[pytestconfig.rootpath])
-    return cfg.with_overrides(overrides_from(vars(pytestconfig.option)))
+    return cfg.with_overrides(overrides_from(vars(pytestconfig.option)), override_origins(pytestconfig))
 
 
 class BoardPool:

@@ -1,7 +1,7 @@
 """Project defaults for the pytest plugin: ini keys and environment variables beside the command line.
 
 A setting a project keeps for every run (the board, the artifacts folder, iterations, warm-up,
-timeout, baseline, history, tolerance) can live where pytest users look for it:
+timeout, baseline, history, tolerance, the QEMU firmware) can live where pytest users look for it:
 
     [tool.pytest.ini_options]          # or pytest.ini / tox.ini / setup.cfg
     hil_board = "rt700"
@@ -14,7 +14,9 @@ winner back into `config.option`, and every `getoption` sees it. The board file'
 before the built-in default: a timeout nobody set is the board file's `[debug].timeout_s`
 (hil.pipeline), so its default here is None. A relative path from the ini file is relative to
 the ini file's folder (as pytest's own path settings are); from the environment or the command
-line, to the current folder.
+line, to the current folder. A setting that is a board-file override (`hil_firmware`: the board
+file's `[qemu].firmware`) is written over the board file, which remembers where the value came from
+(`origins`), so the manifest can say it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 import pytest
 
 from hil.defaults import DEFAULT_ITERATIONS
+from hil.options import OVERRIDES, firmware_choice
 from hil.regress.compare import DEFAULT_TOLERANCE, parse_tolerance
 
 
@@ -64,8 +67,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("hil_history", "hil_history", "HIL_HISTORY", Path, None, "SQLite database every run is appended to"),
     Setting("hil_tolerance", "hil_tolerance", "HIL_TOLERANCE", parse_tolerance, DEFAULT_TOLERANCE,
             "relative slowdown allowed (default 5%)"),
+    Setting("hil_firmware", "hil_firmware", "HIL_FIRMWARE", firmware_choice, None,
+            "QEMU firmware: runtime, replay or auto (default: the board file's [qemu].firmware)"),
 )
 BY_DEST = {s.dest: s for s in SETTINGS}
+# Where each setting's value came from (hil.settings.origins), kept from `resolve`.
+ORIGINS = pytest.StashKey[dict[str, str]]()
 
 
 def add_ini(parser: pytest.Parser) -> None:
@@ -88,12 +95,26 @@ def resolve(config: pytest.Config) -> None:
     for setting in SETTINGS:
         value, levels[setting.dest] = value_and_level(setting, config)
         setattr(config.option, setting.dest, value)
+    config.stash[ORIGINS] = {s.dest: _where(s, levels[s.dest], config) for s in SETTINGS if levels[s.dest] < LEVELS}
     if config.option.board_config is not None and levels["board"] < levels["board_config"]:
         config.option.board_config = None
 
 
 # Where a value came from, highest first; the default is the lowest.
 CLI, ENV, INI, LEVELS = 0, 1, 2, 3
+
+
+def _where(setting: Setting, level: int, config: pytest.Config) -> str:
+    flag = next((o.flag for o in OVERRIDES if o.dest == setting.dest), f"--{setting.dest.replace('_', '-')}")
+    return {CLI: f"command line {flag}", ENV: f"environment {setting.env}",
+            INI: f"{config.inipath or 'ini file'} [{setting.ini}]"}[level]
+
+
+def override_origins(config: pytest.Config) -> dict[str, str]:
+    """`section.key` -> where its value came from, for the board-file overrides among the settings; those
+    given only on the command line (no setting of their own) are left to the default, "command line"."""
+    found = config.stash.get(ORIGINS, {})
+    return {o.key: found[o.dest] for o in OVERRIDES if o.dest in found}
 
 
 def value_of(setting: Setting, config: pytest.Config) -> Any:

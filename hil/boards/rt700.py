@@ -37,8 +37,10 @@ LOG = logging.getLogger(__name__)
 
 # Override name (`--hil-NAME` in pytest, `--NAME` in the CLI) -> the board-file key it overrides. The table itself lives
 # once in hil/options.py (shared by the CLI and the pytest plugin); this is its RT700 view, e.g.
-# probe -> pyocd.probe_id, port -> serial.url, target, pack, gdb, breakpoint, result_expr, elf.
-RT700_OVERRIDES: dict[str, str] = {opt.name.replace("-", "_"): opt.key for opt in OVERRIDES}
+# probe -> pyocd.probe_id, port -> serial.url, target, pack, gdb, breakpoint, result_expr, elf (not the QEMU-only
+# firmware -> qemu.firmware).
+RT700_OVERRIDES: dict[str, str] = {opt.name.replace("-", "_"): opt.key for opt in OVERRIDES
+                                   if not opt.key.startswith("qemu.")}
 
 MCULINK_HWGREP = "hwgrep://1FC9:0143"
 DONE_LINE = "Program complete, exiting."

@@ -1,6 +1,8 @@
 """Which image the QEMU board runs: the real firmware (runtime) or a host-made ETDump (replay).
 
-`[qemu].firmware` in the board file:
+The choice, `runtime`, `replay` or `auto`: the board file's `[qemu].firmware`, unless a run names it
+(`hil run --firmware`, `pytest --hil-firmware`, `HIL_FIRMWARE`, ini `hil_firmware`: hil.options and
+hil.settings write it over the board file's, and the board remembers where it came from):
 
 - "runtime": the shared application with ExecuTorch's runtime, built for the emulated Cortex-M33
   from the pinned source workspace (`make rt700-sdk`): the program really runs, and its times are
@@ -10,6 +12,10 @@
 - "auto" (the default): runtime when the workspace is there and the program is one the runtime
   image runs (CPU-only: portable kernels), else replay with a one-line notice saying why.
 
+A caller may also *require* a kind (`Requirement`: a nightly whose history is a runtime series):
+then, as with "runtime" chosen, a run that cannot have it is an error naming the missing part,
+never a replay with a warning. A missing workspace is the machine's fault (EnvironmentFault, exit 3);
+a program the runtime image cannot run, or two choices that contradict, the user's (exit 2).
 With a workspace present (or HIL_GIT_BASE set), a runtime build failure is an error, never a quiet
 replay: the user asked for sources, so a broken build must show.
 """
@@ -21,12 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from hil.board_schema import FIRMWARE_CHOICES
 from hil.config import BoardConfig
-from hil.errors import BoardConfigError
+from hil.errors import EnvironmentFault, InputError
 
 FirmwareKind = Literal["runtime", "replay"]
 SETTING = "qemu.firmware"
-CHOICES = ("runtime", "replay", "auto")
+CHOICES = FIRMWARE_CHOICES
 # Delegates whose programs the runtime image runs: portable kernels, and et-hil's simulated Neutron
 # backend (firmware/qemu/runtime/neutron_sim_backend.cpp).
 RUNTIME_DELEGATES = ("none", "neutron-sim")
@@ -46,38 +53,98 @@ class QemuFirmware:
     notice: str | None = None
 
 
-def find_workspace() -> Path | None:
-    """The pinned source workspace: RT700_SDK_DIR, else `make rt700-sdk`'s default; None if unfinished."""
-    from hil.firmware.workspace import ENV_FILE, default_dest
+@dataclass(frozen=True)
+class Requirement:
+    """An image kind a run must have, and why (the error says it): e.g.
+    `Requirement("runtime", "the history's series of cifar10 on qemu is a runtime series")`."""
 
-    folder = Path(os.environ.get("RT700_SDK_DIR") or default_dest())
+    kind: FirmwareKind
+    reason: str
+
+
+def workspace_folder() -> Path:
+    """Where the pinned source workspace is looked for: RT700_SDK_DIR, else `make rt700-sdk`'s default."""
+    from hil.firmware.workspace import default_dest
+
+    return Path(os.environ.get("RT700_SDK_DIR") or default_dest())
+
+
+def find_workspace() -> Path | None:
+    """The pinned source workspace (`workspace_folder`), or None while it is missing or unfinished."""
+    from hil.firmware.workspace import ENV_FILE
+
+    folder = workspace_folder()
     return folder if (folder / ENV_FILE).is_file() else None
 
 
-def choose_qemu_firmware(cfg: BoardConfig, delegate: str, *, crafted: bool = False) -> QemuFirmware:
-    """The image for a program lowered with `delegate`; `crafted`: the run asks for a replay variant."""
-    wanted = cfg.get(SETTING, "auto")  # one of CHOICES: the board file's schema checked it (hil.board_schema)
-    if wanted == "replay" or crafted:
+def wanted(cfg: BoardConfig) -> str:
+    """The choice in force (one of CHOICES: the schema checked the file and the overrides alike)."""
+    return str(cfg.get(SETTING, "auto"))
+
+
+def _stated(cfg: BoardConfig) -> str:
+    return f'{SETTING} = "{wanted(cfg)}" ({cfg.origin(SETTING)})'
+
+
+def choose_qemu_firmware(cfg: BoardConfig, delegate: str, *, crafted: bool = False,
+                         required: Requirement | None = None) -> QemuFirmware:
+    """The image for a program lowered with `delegate`; `crafted`: the run asks for a replay variant;
+    `required`: the kind the run must have (see the module docstring), or None."""
+    choice = wanted(cfg)
+    if required is not None and choice not in ("auto", required.kind):
+        raise InputError(f"board '{cfg.name}': {_stated(cfg)}, but the run requires the {required.kind} image "
+                         f"({required.reason})")
+    need = required.kind if required is not None else (choice if choice != "auto" else None)
+    # Who wants the runtime image, in words that end with it: the errors below go on from there.
+    asked = (f"the run requires the runtime image ({required.reason})" if required is not None
+             else f"{_stated(cfg)} asks for the runtime image")
+    if need == "replay" or (need is None and crafted):
         return QemuFirmware("replay")
-    workspace = find_workspace()
+    if crafted:
+        raise InputError(f"board '{cfg.name}': this run asks for a crafted replay image, but {asked}")
     if delegate not in RUNTIME_DELEGATES:
-        why = f"a program with the '{delegate}' delegate runs on the replay image (the runtime image has no such backend)"
-        if wanted == "runtime":
-            raise BoardConfigError(f"board '{cfg.name}': {SETTING} = \"runtime\", but {why}; use --delegate none")
-        return QemuFirmware("replay", notice=why)
-    if workspace is None:
-        why = f"no firmware source workspace, so the QEMU board replays a host-made ETDump; to run the firmware: {WORKSPACE_HINT}"
-        if wanted == "runtime" or os.environ.get("HIL_GIT_BASE"):
-            raise BoardConfigError(f"board '{cfg.name}': {why}")
-        return QemuFirmware("replay", notice=why)
-    return QemuFirmware("runtime", workspace)
+        if need == "runtime":
+            raise InputError(f"board '{cfg.name}': {asked}, which cannot run a "
+                             f"program lowered with the '{delegate}' delegate (it runs: {', '.join(RUNTIME_DELEGATES)});"
+                             " use --delegate none or neutron-sim")
+        return QemuFirmware("replay", notice=f"a program with the '{delegate}' delegate runs on the replay image "
+                                             "(the runtime image has no such backend)")
+    workspace = find_workspace()
+    if workspace is not None:
+        return QemuFirmware("runtime", workspace)
+    missing = f"no firmware source workspace at {workspace_folder()} (RT700_SDK_DIR)"
+    if need == "runtime":
+        raise EnvironmentFault(f"board '{cfg.name}': {asked}, but there is {missing}; "
+                               f"assemble it with {WORKSPACE_HINT}")
+    if os.environ.get("HIL_GIT_BASE"):
+        raise EnvironmentFault(f"board '{cfg.name}': HIL_GIT_BASE is set, so the runtime image is wanted, but there "
+                               f"is {missing}; assemble it with {WORKSPACE_HINT}, or unset HIL_GIT_BASE to replay")
+    return QemuFirmware("replay", notice=f"{missing}, so the QEMU board replays a host-made ETDump; to run the "
+                                         f"firmware: {WORKSPACE_HINT}")
+
+
+def choice_record(cfg: BoardConfig, required: Requirement | None = None) -> dict[str, Any]:
+    """What a QEMU run's manifest says of the choice (`firmware_choice`): the setting, where it came from,
+    and the requirement the run had, if any."""
+    return {"setting": wanted(cfg), "from": cfg.origin(SETTING),
+            "required": None if required is None else {"kind": required.kind, "reason": required.reason}}
+
+
+def check_elf_kind(cfg: BoardConfig, elf: Path, kind: FirmwareKind, required: Requirement | None = None) -> None:
+    """A user's ELF (`--elf`) is the image it is: refused when the run's choice or requirement wants the other."""
+    choice = wanted(cfg)
+    if required is not None and required.kind != kind:
+        raise InputError(f"board '{cfg.name}': firmware {elf} is a {kind} image, but the run requires the "
+                         f"{required.kind} image ({required.reason})")
+    if choice not in ("auto", kind):
+        raise InputError(f"board '{cfg.name}': firmware {elf} is a {kind} image, but {_stated(cfg)}")
 
 
 def would_run_runtime(cfg: BoardConfig) -> bool:
     """Whether `hil run` on this QEMU board file runs the runtime image now (for a CPU-only or a
     simulated-Neutron program alike): how `hil inspect --board-config` reads a bare dump's ticks."""
-    wanted = cfg.get(SETTING, "auto")
-    return wanted == "runtime" or (wanted == "auto" and find_workspace() is not None)
+    choice = wanted(cfg)
+    return choice == "runtime" or (choice == "auto" and find_workspace() is not None)
 
 
 def runtime_time_scale(cfg: BoardConfig) -> "TimeScale":

@@ -97,3 +97,39 @@ def test_hil_export_writes_the_program_a_firmware_build_needs(run_cli, tmp_path)
     assert read_program(out / "model.pte").kernels and (out / "etrecord.bin").stat().st_size > 0
     refused = run_cli("export", "--model", spec, "--out", str(out), "--delegate", "no-such-backend")
     assert refused.returncode != 0 and "no-such-backend" in refused.stderr and "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize(("extra", "env", "says"), [
+    (("--firmware", "runtime"), {}, 'qemu.firmware = "runtime" (command line) asks for the runtime image, but there is'),
+    ((), {"HIL_GIT_BASE": "/mirrors"}, "HIL_GIT_BASE is set, so the runtime image is wanted, but there is"),
+])
+def test_the_runtime_image_wanted_without_sources_is_an_environment_fault_that_replays_nothing(
+        run_cli, tmp_path, extra, env, says):
+    out, missing = tmp_path / "run", tmp_path / "no-sdk"
+    done = run_cli("run", "--board", "qemu", "--model", "cifar10", "--delegate", "none", "--iterations", "1", "-q",
+                   "--out", str(out), *extra, env={"RT700_SDK_DIR": str(missing), "HIL_GIT_BASE": "", **env})
+    assert done.returncode == 3, done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first.startswith(f"hil run: board 'qemu': {says} no firmware source workspace at {missing}"), first
+    assert "make rt700-sdk" in first and "replays" not in done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and not (out / "serial.log").exists()  # nothing ran
+    assert manifest["firmware_choice"]["setting"] == ("runtime" if extra else "auto")
+
+
+def test_a_run_that_requires_the_runtime_image_fails_without_sources_and_says_why(tmp_path, monkeypatch):
+    """What the plugin does for a history whose series is a runtime series: one field of the request."""
+    from hil.errors import EnvironmentFault
+    from hil.firmware.qemu_firmware import Requirement
+
+    monkeypatch.setenv("RT700_SDK_DIR", str(tmp_path / "no-sdk"))
+    monkeypatch.delenv("HIL_GIT_BASE", raising=False)
+    why = "the history's series of cifar10 on qemu is a runtime series"
+    out = tmp_path / "run"
+    with pytest.raises(EnvironmentFault, match=rf"the run requires the runtime image \({why}\), but there is no firmware source"):
+        run_profile(RunRequest(model="cifar10", board=load_board_config("qemu"), out_dir=out, iterations=1,
+                               delegate="none", required_firmware=Requirement("runtime", why)))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["firmware_choice"] == {"setting": "auto", "from": f"board file {REPO / 'boards' / 'qemu.toml'}",
+                                           "required": {"kind": "runtime", "reason": why}}
+    assert manifest["error_kind"] == "EnvironmentFault" and not (out / "serial.log").exists()

@@ -223,3 +223,34 @@ def test_a_simulated_neutron_program_runs_on_the_target_with_the_simulations_ker
             if p is not None and p.name is None and (p.instruction_id, p.delegate_debug_id_int) in wanted:
                 posted[(p.instruction_id, p.delegate_debug_id_int)] = p.end_time - p.start_time
         assert posted == wanted
+
+
+def test_a_runtime_elf_given_with_elf_is_checked_and_labelled_as_the_runtime_image(two_boots, tmp_path) -> None:
+    """`hil run --elf` with the runtime image the first boot built: the same program, so it runs, is labelled
+    what it is (runtime, instruction counts, not simulated) and, under -icount, traces the first boot's bytes."""
+    first = two_boots[0]
+    elf = json.loads((first / "manifest.json").read_text())["firmware"]
+    out = tmp_path / "given"
+    done = hil_run(out, SMALL_CNN, "--elf", elf)
+    assert done.returncode == 0, done.stdout + done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (manifest["firmware"], manifest["firmware_kind"], manifest["simulated"]) == (elf, "runtime", False)
+    profile = json.loads((out / "profile.json").read_text())
+    assert profile["firmware"] == "runtime" and profile["simulated"] is False
+    assert profile["time_base"]["kind"] == "emulated instructions" and profile["time_scale"]["ticks_per_us"] == 20.0
+    assert _durations(out / "trace.etdump") == _durations(first / "trace.etdump")
+
+
+def test_a_runtime_elf_of_another_program_is_refused_naming_both_hashes(two_boots, tmp_path) -> None:
+    elf = json.loads((two_boots[0] / "manifest.json").read_text())["firmware"]
+    model = tmp_path / "conv4.py"
+    model.write_text(CONV_MODEL.format(channels=4))
+    out = tmp_path / "mismatch"
+    done = hil_run(out, f"{model}:factory", "--elf", elf)
+    assert done.returncode == 2, done.stdout + done.stderr
+    carried = hashlib.sha256((two_boots[0] / "model.pte").read_bytes()).hexdigest()  # what the ELF was built with
+    wanted = hashlib.sha256((out / "model.pte").read_bytes()).hexdigest()
+    assert carried != wanted
+    line = done.stderr.strip().splitlines()[-1]
+    assert carried in line and wanted in line and elf in line and str(out / "model.pte") in line
+    assert not (out / "serial.log").exists()  # refused before QEMU started

@@ -24,7 +24,8 @@ REPORT = textwrap.dedent(
                                            timeout_s=opt.hil_timeout)).timeout_s
         values = {"board": hil_board_config.name, "iterations": opt.hil_iterations, "warmup": opt.hil_warmup,
                   "timeout": timeout, "artifacts": str(opt.hil_artifacts), "tolerance": opt.hil_tolerance,
-                  "history": str(opt.hil_history), "baseline": str(opt.hil_baseline)}
+                  "history": str(opt.hil_history), "baseline": str(opt.hil_baseline),
+                  "firmware": [hil_board_config.get("qemu.firmware"), hil_board_config.origin("qemu.firmware")]}
         with open(os.environ["HIL_TEST_REPORT"], "w") as out:
             json.dump(values, out)
     """
@@ -39,10 +40,11 @@ INI = textwrap.dedent(
     hil_artifacts = "out/ini"
     hil_tolerance = "10%"
     hil_history = "db/history.sqlite"
+    hil_firmware = "replay"
     """
 )
 ENV_NAMES = ("HIL_BOARD", "HIL_BOARD_CONFIG", "HIL_ARTIFACTS", "HIL_ITERATIONS", "HIL_WARMUP", "HIL_TIMEOUT",
-             "HIL_BASELINE", "HIL_HISTORY", "HIL_TOLERANCE")
+             "HIL_BASELINE", "HIL_HISTORY", "HIL_TOLERANCE", "HIL_FIRMWARE")
 
 
 def _session(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -76,7 +78,8 @@ def test_without_settings_the_built_in_defaults_and_the_board_files_timeout(proj
     values = _values(project)
     # qemu's timeout is boards/qemu.toml's [debug].timeout_s
     assert values == {"board": "qemu", "iterations": 5, "warmup": 0, "timeout": 120.0, "artifacts": "hil-artifacts",
-                      "tolerance": 0.05, "history": "None", "baseline": "None"}
+                      "tolerance": 0.05, "history": "None", "baseline": "None",
+                      "firmware": ["auto", f"board file {REPO / 'boards' / 'qemu.toml'}"]}
 
 
 def test_the_ini_file_sets_project_defaults_relative_to_itself(project):
@@ -84,7 +87,8 @@ def test_the_ini_file_sets_project_defaults_relative_to_itself(project):
     values = _values(project)
     assert values == {"board": "bench", "iterations": 3, "warmup": 1, "timeout": 30.0,
                       "artifacts": str(project / "out" / "ini"), "tolerance": 0.10,
-                      "history": str(project / "db" / "history.sqlite"), "baseline": "None"}
+                      "history": str(project / "db" / "history.sqlite"), "baseline": "None",
+                      "firmware": ["replay", f"{project / 'pyproject.toml'} [hil_firmware]"]}
 
 
 def test_the_board_file_decides_what_nobody_else_set(project):
@@ -98,6 +102,7 @@ def test_the_environment_wins_over_the_ini_file(project):
     values = _values(project, HIL_BOARD="qemu", HIL_ITERATIONS="7", HIL_TOLERANCE="0.2", HIL_BASELINE="base")
     assert (values["board"], values["iterations"], values["tolerance"], values["baseline"]) == ("qemu", 7, 0.2, "base")
     assert (values["warmup"], values["timeout"]) == (1, 30.0)  # the rest still from the ini file
+    assert _values(project, HIL_FIRMWARE="runtime")["firmware"] == ["runtime", "environment HIL_FIRMWARE"]
 
 
 def test_the_command_line_wins_over_both(project):
@@ -105,6 +110,8 @@ def test_the_command_line_wins_over_both(project):
     values = _values(project, "--board", "bench", "--hil-iterations", "9", "--hil-timeout", "45",
                      HIL_BOARD="qemu", HIL_ITERATIONS="7", HIL_TIMEOUT="60")
     assert (values["board"], values["iterations"], values["timeout"]) == ("bench", 9, 45.0)
+    values = _values(project, "--hil-firmware", "auto", HIL_FIRMWARE="runtime")  # over the env and the ini's "replay"
+    assert values["firmware"] == ["auto", "command line --hil-firmware"]
 
 
 def test_a_board_name_on_a_higher_level_beats_a_board_file_on_a_lower_one(project):
@@ -121,3 +128,7 @@ def test_a_bad_value_names_where_it_came_from(project):
     (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\nhil_tolerance = "fast"\n')
     done = _session(project)
     assert done.returncode != 0 and f"{project / 'pyproject.toml'} [hil_tolerance]: 'fast'" in done.stderr, done.stderr
+    (project / "pyproject.toml").unlink()
+    done = _session(project, HIL_FIRMWARE="runtim")  # a typo is refused, never taken for "auto"
+    assert done.returncode != 0 and "environment variable HIL_FIRMWARE: 'runtim'" in done.stderr, done.stderr
+    assert "runtime, replay, auto" in done.stderr

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from hil.config import load_board_config
-from hil.errors import BoardConfigError, BuildError
+from hil.cli import exit_code_for
+from hil.errors import BuildError, EnvironmentFault
 from hil.firmware import kernel_sources as ks
 from hil.firmware.qemu_firmware import choose_qemu_firmware, time_base
 from hil.firmware.runtime_image import _first_error
@@ -126,12 +127,17 @@ def test_without_sources_auto_replays_and_says_how_to_get_them(tmp_path, monkeyp
     monkeypatch.setenv("RT700_SDK_DIR", str(tmp_path / "nowhere"))
     monkeypatch.delenv("HIL_GIT_BASE", raising=False)
     chosen = choose_qemu_firmware(_board(tmp_path, "auto"), "none")
-    assert chosen.kind == "replay" and "make rt700-sdk" in chosen.notice
-    with pytest.raises(BoardConfigError, match="no firmware source workspace"):
+    assert chosen.kind == "replay" and "make rt700-sdk" in chosen.notice and str(tmp_path / "nowhere") in chosen.notice
+    # Asked for: the machine lacks a part (exit 3), named with where it was looked for; nothing replays.
+    with pytest.raises(EnvironmentFault, match="no firmware source workspace at") as asked:
         choose_qemu_firmware(_board(tmp_path, "runtime"), "none")
+    assert str(tmp_path / "nowhere") in str(asked.value) and "replay" not in str(asked.value)
+    assert exit_code_for(asked.value) == 3
     monkeypatch.setenv("HIL_GIT_BASE", str(tmp_path))  # the user asked for sources: never a quiet replay
-    with pytest.raises(BoardConfigError, match="no firmware source workspace"):
+    with pytest.raises(EnvironmentFault, match="no firmware source workspace") as based:
         choose_qemu_firmware(_board(tmp_path, "auto"), "none")
+    assert "HIL_GIT_BASE is set" in str(based.value) and "replays" not in str(based.value)
+    assert exit_code_for(based.value) == 3
     assert choose_qemu_firmware(_board(tmp_path, "replay"), "none").kind == "replay"
 
 
