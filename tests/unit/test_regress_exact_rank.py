@@ -59,6 +59,16 @@ def test_two_new_runs_against_four_by_all_fifteen_assignments():
     assert rank_p_value([4.0, 6.0], [1.0, 2.0, 3.0, 5.0]) == pytest.approx(2 / 15)
 
 
+def test_tied_figures_share_the_mean_of_their_ranks():
+    # new 100 and 120 against three 110s: a=100 | b c d=110 | e=120, mid-ranks 1 | 3 3 3 | 5, observed 1 + 5 = 6.
+    # The 10 pairs: a+b a+c a+d 4, a+e 6, b+c b+d c+d 6, b+e c+e d+e 8 -> 7 reach 6: p = 7/10. (Giving the
+    # 110s their lowest rank, 2, would make b+c 4 and count only 4.)
+    assert tail_count([100.0, 120.0], [110.0] * 3) == 7
+    # new 110 110 against 100 100 120: a b=100 | c d=110 | e=120, mid-ranks 1.5 | 3.5 | 5, observed 7.
+    # Pairs: a+b 3, a+c a+d b+c b+d 5, a+e b+e 6.5, c+d 7, c+e d+e 8.5 -> 3 reach 7: p = 3/10
+    assert rank_p_value([110.0, 110.0], [100.0, 100.0, 120.0]) == pytest.approx(3 / 10)
+
+
 def test_runs_all_tied_or_below_give_one():
     # every figure 100: every assignment has the same rank sum, all 4 reach it
     assert tail_count([100.0], [100.0] * 3) == 4 and rank_p_value([100.0], [100.0] * 3) == 1.0
