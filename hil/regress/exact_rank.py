@@ -52,7 +52,8 @@ def tail_count(now: Sequence[float], baseline: Sequence[float]) -> int:
     if any(math.isnan(v) for v in values):
         raise ValueError(f"rank test: a figure is NaN (new runs {list(now)}, baseline runs {list(baseline)})")
     sizes = [(value, len(list(same))) for value, same in groupby(sorted(values))]
-    doubled_rank, below = {}, 0
+    doubled_rank: dict[float, int] = {}
+    below = 0
     for value, size in sizes:
         doubled_rank[value] = 2 * below + size + 1  # twice the mean of ranks below + 1 .. below + size
         below += size
