@@ -13,7 +13,8 @@ over the iterations on a board clock, and its fastest iteration on host time (se
     improved   when -delta > limit
     slower     when delta > limit, then decided by the first rule that can decide with these runs:
       rank       (K >= 3, and 1 / C(K + n, n) <= alpha) the one-sided Mann-Whitney U p-value of X above
-                 B <= alpha
+                 B <= alpha, counted exactly with ties (hil.regress.exact_rank): tied figures, as exact
+                 instruction counts often are, raise it, never lower it below 1 / C(K + n, n)
       within-run (every iteration count >= 2) delta > noise_k x 1.4826 x hypot(MAD_b, MAD_now) as well,
                  and (K >= 3) every new run slower than every baseline run: the strongest evidence
                  the rank test can give with these runs
@@ -52,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hil.analysis.profile_model import Profile, as_profile
+from hil.regress.exact_rank import p_text
 from hil.regress.identity import UNJUDGED_KINDS, keyed_events, op_types_text, readable_names
 from hil.regress.power import baseline_runs_needed, best_p_value, rank_test_can_decide
 from hil.regress.verdicts import (ADDED, CANNOT_JUDGE, DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_K,  # noqa: F401
@@ -207,8 +209,14 @@ def _power_notes(deltas: list[EventDelta], base_runs: int, now_runs: int, alpha:
     if slower:
         more = baseline_runs_needed(now_runs, alpha, at_least=MIN_BASELINE_RUNS) - base_runs
         notes.append(f"rank test: {now_runs} new run(s) against {base_runs} baseline run(s) reach p >= "
-                     f"{best_p_value(base_runs, now_runs):.3g} at best, above alpha {alpha:g}: slower events judged by "
+                     f"{p_text(best_p_value(base_runs, now_runs))} at best, above alpha {alpha:g}: slower events judged by "
                      f"the within-run spread ({more} more baseline run(s), or --hil-confirm, let the rank test decide)")
+    cleared = [d for d in deltas if d.rule == RANK_RULE and d.verdict == UNCHANGED]
+    if cleared:
+        notes.append(f"rank test: {len(cleared)} slower event(s) not significant, exact p above alpha {alpha:g}: "
+                     + ", ".join(f"{d.name} p = {p_text(d.p_value or 1.0)}" for d in cleared[:5])
+                     + f" (p reaches {p_text(best_p_value(base_runs, now_runs))} only when every new run is slower than "
+                     "every baseline run and ties none)")
     blind = [d for d in deltas if d.verdict == CANNOT_JUDGE]
     if blind:
         needed = max(d.runs_needed for d in blind)
@@ -273,7 +281,7 @@ def _rows_table(title: str, rows: list[EventDelta]) -> list[str]:
     cells = [
         (d.name, d.kind, d.op_types, f"{d.baseline_us:.1f}", f"{d.now_us:.1f}",
          "-" if d.change_pct is None else f"{d.change_pct:+.1f}", f"{d.delta_us:+.1f}", f"{d.noise_us:.1f}",
-         "-" if d.p_value is None else f"{d.p_value:.3f}")
+         "-" if d.p_value is None else p_text(d.p_value))
         for d in rows
     ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]

@@ -2,7 +2,8 @@
 
 The one-sided Mann-Whitney U test of n new runs against K baseline runs can say no more than "every
 new run is slower than every baseline run", which happens by chance once in C(K + n, n) orderings:
-its p-value is never below 1 / C(K + n, n). One new run against 3 baseline runs can reach 0.25 at
+its p-value is never below 1 / C(K + n, n) (`best_p_value`, from hil.regress.exact_rank, which counts
+the p-values themselves). One new run against 3 baseline runs can reach 0.25 at
 best, so with alpha = 0.1 the rank test alone could never convict anything before the history holds
 9 runs. A comparison asks here first whether the rank test can decide at all, and when it cannot,
 says how many more baseline runs it would take.
@@ -10,17 +11,10 @@ says how many more baseline runs it would take.
 
 from __future__ import annotations
 
-from math import comb
+from hil.regress.exact_rank import best_p_value
 
 # Past this many baseline runs the count is not worth searching further (alpha that small is unusual).
 _MAX_RUNS = 10_000
-
-
-def best_p_value(baseline_runs: int, new_runs: int) -> float:
-    """The smallest p-value `new_runs` runs can reach against `baseline_runs` runs: 1 / C(K + n, n)."""
-    if baseline_runs < 1 or new_runs < 1:
-        return 1.0
-    return 1.0 / comb(baseline_runs + new_runs, new_runs)
 
 
 def rank_test_can_decide(baseline_runs: int, new_runs: int, alpha: float) -> bool:

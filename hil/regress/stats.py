@@ -1,4 +1,5 @@
-"""Per-event statistics over iterations, and statistics across runs (warm-up: hil.analysis.warmup).
+"""Per-event statistics over iterations, and statistics across runs (warm-up: hil.analysis.warmup;
+the exact rank test: hil.regress.exact_rank).
 
 The median (p50) is what baselines compare, because one preempted iteration must not move it.
 The spread is the median absolute deviation (MAD) for the same reason; `MAD_TO_SIGMA` turns it
@@ -14,6 +15,7 @@ from typing import Any
 from hil.analysis.profile_model import STAT_FIELDS, Event, Profile, as_event  # noqa: F401  (STAT_FIELDS re-exported)
 from hil.analysis.statistics import mad, percentile
 from hil.analysis.warmup import drop_warmup, recompute_totals, with_statistics  # noqa: F401  (re-exported)
+from hil.regress.exact_rank import rank_p_value  # noqa: F401  (re-exported: the rank test across runs, exact)
 
 # For normal noise, sigma = 1.4826 * MAD (1 / Phi^-1(3/4)).
 MAD_TO_SIGMA = 1.4826
@@ -82,16 +84,3 @@ def undisturbed(runs: list[Mapping[str, float]], method_key: str) -> tuple[list[
     fastest = min(shifts)
     keep = [i for i, s in enumerate(shifts) if s <= fastest * (1 + DISTURBED_SHIFT)]
     return (keep if len(keep) >= SHIFT_MIN_EVENTS else list(range(len(runs)))), shifts
-
-
-def rank_p_value(now: Sequence[float], baseline: Sequence[float]) -> float:
-    """One-sided Mann-Whitney U: the chance of `now` ranking this far above `baseline` by luck alone.
-
-    With one new run against K baseline runs the smallest possible value is 1 / (K + 1): a single
-    run can only say "slower than every baseline run", which is why confirmation runs add power.
-    """
-    from scipy.stats import mannwhitneyu
-
-    if not now or not baseline:
-        return 1.0
-    return float(mannwhitneyu(list(now), list(baseline), alternative="greater").pvalue)
