@@ -10,11 +10,12 @@ import functools
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from hil.errors import BuildError
-from hil.target.process import spawn
+from hil.errors import BuildError, TimeoutExpired
+from hil.target.spawner import START_TIMEOUT_S, spawn
 
 ARM_GCC = "arm-none-eabi-gcc"
 INSTALL_HINT = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi (or run `make demo`)"
@@ -62,23 +63,28 @@ def run_logged(cmd: Sequence[str], *, cwd: Path, log: Path, timeout: float) -> N
     """Run one build command, appending its command line and output to `log`.
 
     Raises BuildCommandError naming the command and the log when it fails, hangs past `timeout`
-    seconds (it is killed then) or cannot start. Started through `spawn`, so a harness killed
-    mid-build leaves no compiler running.
+    seconds, start included (it is killed then) or cannot start. Started through `spawn`, so a
+    harness killed mid-build leaves no compiler running.
     """
     shown = " ".join(str(part) for part in cmd)
+    begin = time.monotonic()
+    start_within = min(START_TIMEOUT_S, timeout)
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(f"$ {shown}\n")
         handle.flush()
         try:
             proc = spawn(
                 [str(part) for part in cmd], cwd=cwd, stdin=subprocess.DEVNULL,
-                stdout=handle, stderr=subprocess.STDOUT,
+                stdout=handle, stderr=subprocess.STDOUT, timeout=start_within,
             )
+        except TimeoutExpired:
+            handle.write(f"[could not start within {start_within:g} s]\n")
+            raise BuildCommandError(shown, f"could not start within {start_within:g} s", log) from None
         except OSError as exc:
             handle.write(f"[cannot start: {exc}]\n")
             raise BuildCommandError(shown, f"could not start ({exc})", log) from exc
         try:
-            returncode = proc.wait(timeout=timeout)
+            returncode = proc.wait(timeout=max(0.0, timeout - (time.monotonic() - begin)))
         except subprocess.TimeoutExpired as exc:
             proc.kill()
             proc.wait()

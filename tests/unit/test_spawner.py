@@ -1,0 +1,113 @@
+"""hil.target.spawner: the lifeline between fork and the command, Popen's errors kept, and the start deadline.
+
+Real processes only. What the product did is read back from the kernel and the file system: the
+parent-death signal the command runs with (prctl(PR_GET_PDEATHSIG) in the command itself), a
+marker file the command writes, our children in /proc.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hil.cli import exit_code_for
+from hil.errors import TargetError, TimeoutExpired
+from hil.target.process import ManagedProcess, os_children
+from hil.target.spawner import Lifeline, find_lifeline, spawn
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+
+# Prints the parent-death signal it runs with: linux/prctl.h PR_GET_PDEATHSIG = 2.
+SHOW_PDEATHSIG = ("import ctypes; v = ctypes.c_int(); ctypes.CDLL(None).prctl(2, ctypes.byref(v), 0, 0, 0);"
+                  " print(v.value)")
+
+
+def lifeline_of(kind: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Lifeline:
+    if kind == "python":  # what a machine without setpriv on PATH gets
+        monkeypatch.setenv("PATH", str(tmp_path))
+    line = find_lifeline()
+    if line.kind != kind:
+        pytest.skip(f"this machine's lifeline is {line.kind}")
+    return line
+
+
+@linux_only
+@pytest.mark.parametrize("kind", ["setpriv", "python"])
+def test_the_command_runs_with_sigkill_as_its_parent_death_signal(kind, monkeypatch, tmp_path) -> None:
+    line = lifeline_of(kind, monkeypatch, tmp_path)
+    done = subprocess.run(line.argv(os.getpid(), [sys.executable, "-c", SHOW_PDEATHSIG]),
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "9\n"), done.stderr  # 9: SIGKILL on Linux
+
+
+@linux_only
+@pytest.mark.parametrize("kind", ["setpriv", "python"])
+def test_the_command_does_not_run_once_its_parent_is_gone(kind, monkeypatch, tmp_path) -> None:
+    """A harness that died between fork and prctl sends no signal: the lifeline sees another parent and stops."""
+    line = lifeline_of(kind, monkeypatch, tmp_path)
+    marker = tmp_path / "ran"
+    command = ["/bin/sh", "-c", f"echo ran > {marker}"]
+    not_my_parent = 1  # init: the parent of an orphan, never this test's child's
+    orphaned = subprocess.run(line.argv(not_my_parent, command), capture_output=True, timeout=60)
+    assert orphaned.returncode == 125 and not marker.exists()  # 125: spawner.ORPHANED_STATUS
+    kept = subprocess.run(line.argv(os.getpid(), command), capture_output=True, timeout=60)
+    assert kept.returncode == 0 and marker.read_text() == "ran\n"
+
+
+def test_a_missing_program_is_the_oserror_popen_raises(tmp_path) -> None:
+    for name in ("no-such-program-xyz", "./no-such-file", str(tmp_path)):  # the last: a folder, not a program
+        with pytest.raises(OSError) as popen_error:
+            subprocess.Popen([name], cwd=tmp_path)
+        with pytest.raises(OSError) as spawn_error:
+            spawn([name], cwd=tmp_path)
+        assert (type(spawn_error.value), spawn_error.value.errno, str(spawn_error.value)) == (
+            type(popen_error.value), popen_error.value.errno, str(popen_error.value))
+
+
+def test_a_relative_program_is_found_from_cwd_and_keeps_its_arguments(tmp_path) -> None:
+    script = tmp_path / "show.sh"
+    script.write_text('#!/bin/sh\nprintf "%s|" "$@"\n')
+    script.chmod(0o755)
+    child = spawn(["./show.sh", "a b", "", "-c"], cwd=tmp_path, stdout=subprocess.PIPE)
+    out, _ = child.communicate(timeout=60)
+    assert (child.returncode, out) == (0, b"a b||-c|")
+
+
+def test_python_between_fork_and_exec_is_refused() -> None:
+    for kwargs in ({"preexec_fn": lambda: None}, {"shell": True}, {"executable": "/bin/true"}):
+        with pytest.raises(TypeError, match="nothing may run between fork and exec"):
+            spawn(["true"], **kwargs)
+
+
+def sleepers() -> list[int]:
+    """Our `sleep` children, zombies included, after up to 10 s for the spawner to kill and reap them."""
+    deadline = time.monotonic() + 10
+    while (left := [pid for pid, name in os_children() if name == "sleep"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def test_a_start_past_its_deadline_is_named_and_leaves_no_child() -> None:
+    assert sleepers() == []
+    for _ in range(20):  # abandoned while queued or while the spawner is inside Popen: no child either way
+        with pytest.raises(TimeoutExpired) as error:
+            spawn(["sleep", "600"], timeout=0)
+        assert str(error.value) == "could not start 'sleep' within 0 s; it was killed"
+    assert exit_code_for(error.value) == 3
+    assert sleepers() == []
+    assert spawn(["true"]).wait(timeout=60) == 0  # the spawner serves on
+
+
+def test_a_managed_process_past_its_start_deadline_names_itself_and_its_log(tmp_path) -> None:
+    log = tmp_path / "sleeper.log"
+    with pytest.raises(TimeoutExpired) as error:
+        ManagedProcess(["sleep", "600"], "sleeper", log).start(timeout=0)
+    assert str(error.value) == f"sleeper: could not start 'sleep' within 0 s; it was killed (log: {log})"
+    assert isinstance(error.value, TargetError)
+    assert log.read_text() == "$ sleep 600\n[could not start 'sleep' within 0 s; it was killed]\n"
+    assert sleepers() == []
