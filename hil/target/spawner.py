@@ -140,6 +140,7 @@ class _Job:
     popen: subprocess.Popen[Any] | None = None
     error: BaseException | None = None
     abandoned: bool = False
+    forking: bool = False  # the spawner is inside this job's Popen
 
 
 class _Spawner:
@@ -177,7 +178,9 @@ class _Spawner:
             if job.done.is_set():
                 return True
             job.abandoned = True
-        _kill_unexeced(self._thread.native_id if self._thread is not None else None)
+            forking = job.forking
+        if forking and self._thread is not None and self._thread.native_id is not None:
+            _kill_unexeced(self._thread.native_id)  # this job's child only: another job's may be about to exec
         return False
 
     def _serve(self, jobs: queue.SimpleQueue[_Job]) -> None:
@@ -186,6 +189,7 @@ class _Spawner:
             with job.lock:
                 if job.abandoned:
                     continue
+                job.forking = True
             popen: subprocess.Popen[Any] | None = None
             error: BaseException | None = None
             try:
@@ -201,15 +205,13 @@ class _Spawner:
                 _reap(popen, group=bool(job.kwargs.get("start_new_session")) or job.kwargs.get("process_group") == 0)
 
 
-def _kill_unexeced(spawner_tid: int | None) -> None:
+def _kill_unexeced(spawner_tid: int) -> None:
     """SIGKILL every child of the spawner thread still running the harness's own program, i.e. not exec'd.
 
     Its Popen then returns, and the spawner kills and reaps what it returned. Needs /proc's
-    per-thread `children` list (CONFIG_PROC_CHILDREN); without it the child is left to the
-    parent-death signal.
+    per-thread `children` list (CONFIG_PROC_CHILDREN); without it such a child stays until it
+    execs or dies, and later starts time out behind it, each named.
     """
-    if spawner_tid is None:
-        return
     try:
         children = open(f"/proc/self/task/{spawner_tid}/children", encoding="ascii").read().split()
         own = (os.readlink("/proc/self/exe"), open("/proc/self/cmdline", "rb").read())

@@ -111,3 +111,30 @@ def test_a_managed_process_past_its_start_deadline_names_itself_and_its_log(tmp_
     assert isinstance(error.value, TargetError)
     assert log.read_text() == "$ sleep 600\n[could not start 'sleep' within 0 s; it was killed]\n"
     assert sleepers() == []
+
+
+def test_a_build_command_that_does_not_start_in_time_is_a_build_error(tmp_path, monkeypatch) -> None:
+    from hil.firmware import toolchain
+    from hil.firmware.toolchain import BuildCommandError, run_logged
+
+    monkeypatch.setattr(toolchain, "START_TIMEOUT_S", 0)
+    log = tmp_path / "build.log"
+    with pytest.raises(BuildCommandError) as error:
+        run_logged(["sleep", "600"], cwd=tmp_path, log=log, timeout=600)
+    assert str(error.value) == f"build command could not start within 0 s: sleep 600 (log: {log})"
+    assert log.read_text() == "$ sleep 600\n[could not start within 0 s]\n"
+    assert sleepers() == []
+
+
+def test_an_exports_timeout_covers_its_start(tmp_path) -> None:
+    """With no time left the child is not started at all, instead of started and then timed out as the model's fault."""
+    from hil.aot.isolated import export_isolated
+
+    model = tmp_path / "net.py"
+    model.write_text("def factory():\n    raise AssertionError('never runs')\n")
+    log = tmp_path / "export.log"
+    with pytest.raises(TimeoutExpired) as error:
+        export_isolated(f"{model}:factory", cache=tmp_path / "cache", timeout_s=0, log_path=log)
+    assert str(error.value) == (f"export of net: could not start '{sys.executable}' within 0 s; it was killed"
+                                f" (log: {log})")
+    assert exit_code_for(error.value) == 3  # the machine's fault: the model's code never ran
