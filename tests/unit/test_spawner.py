@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -84,32 +85,40 @@ def test_python_between_fork_and_exec_is_refused() -> None:
             spawn(["true"], **kwargs)
 
 
+SLEEP = ["sleep", "607"]  # a duration no other test uses: its command line marks our sleeper
+
+
 def sleepers() -> list[int]:
-    """Our `sleep` children, zombies included, after up to 10 s for the spawner to kill and reap them."""
-    deadline = time.monotonic() + 10
-    while (left := [pid for pid, name in os_children() if name == "sleep"]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
+    """Our sleepers, at any step of the lifeline or as zombies, once the spawner has served one more start
+    (it serves in order, so it is done with, and has reaped, any child whose caller gave up before)."""
+    assert spawn(["true"]).wait(timeout=60) == 0
+    found = []
+    for pid, name in os_children():
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            cmdline = b""
+        if name == "sleep" or cmdline.endswith(b"sleep\x00607\x00"):
+            found.append(pid)
+    return found
 
 
 def test_a_start_past_its_deadline_is_named_and_leaves_no_child() -> None:
-    assert sleepers() == []
     for _ in range(20):  # abandoned while queued or while the spawner is inside Popen: no child either way
         with pytest.raises(TimeoutExpired) as error:
-            spawn(["sleep", "600"], timeout=0)
+            spawn(SLEEP, timeout=0)
         assert str(error.value) == "could not start 'sleep' within 0 s; it was killed"
     assert exit_code_for(error.value) == 3
-    assert sleepers() == []
-    assert spawn(["true"]).wait(timeout=60) == 0  # the spawner serves on
+    assert sleepers() == []  # and the spawner serves on
 
 
 def test_a_managed_process_past_its_start_deadline_names_itself_and_its_log(tmp_path) -> None:
     log = tmp_path / "sleeper.log"
     with pytest.raises(TimeoutExpired) as error:
-        ManagedProcess(["sleep", "600"], "sleeper", log).start(timeout=0)
+        ManagedProcess(SLEEP, "sleeper", log).start(timeout=0)
     assert str(error.value) == f"sleeper: could not start 'sleep' within 0 s; it was killed (log: {log})"
     assert isinstance(error.value, TargetError)
-    assert log.read_text() == "$ sleep 600\n[could not start 'sleep' within 0 s; it was killed]\n"
+    assert log.read_text() == "$ sleep 607\n[could not start 'sleep' within 0 s; it was killed]\n"
     assert sleepers() == []
 
 
@@ -120,9 +129,9 @@ def test_a_build_command_that_does_not_start_in_time_is_a_build_error(tmp_path, 
     monkeypatch.setattr(toolchain, "START_TIMEOUT_S", 0)
     log = tmp_path / "build.log"
     with pytest.raises(BuildCommandError) as error:
-        run_logged(["sleep", "600"], cwd=tmp_path, log=log, timeout=600)
-    assert str(error.value) == f"build command could not start within 0 s: sleep 600 (log: {log})"
-    assert log.read_text() == "$ sleep 600\n[could not start within 0 s]\n"
+        run_logged(SLEEP, cwd=tmp_path, log=log, timeout=600)
+    assert str(error.value) == f"build command could not start within 0 s: sleep 607 (log: {log})"
+    assert log.read_text() == "$ sleep 607\n[could not start within 0 s]\n"
     assert sleepers() == []
 
 
@@ -138,3 +147,26 @@ def test_an_exports_timeout_covers_its_start(tmp_path) -> None:
     assert str(error.value) == (f"export of net: could not start '{sys.executable}' within 0 s; it was killed"
                                 f" (log: {log})")
     assert exit_code_for(error.value) == 3  # the machine's fault: the model's code never ran
+
+
+class EnvThatWaits(dict):
+    """An environment whose items() (read by Popen in the spawner thread, before it forks) waits for `go`:
+    it holds the spawner inside Popen past the caller's deadline, the case where the caller gives up first."""
+
+    def __init__(self, base: dict[str, str]) -> None:
+        super().__init__(base)
+        self.inside, self.go = threading.Event(), threading.Event()
+
+    def items(self):  # type: ignore[override]
+        self.inside.set()
+        self.go.wait(60)
+        return super().items()
+
+
+def test_a_child_started_after_its_caller_gave_up_is_killed_and_reaped() -> None:
+    env = EnvThatWaits(dict(os.environ))
+    with pytest.raises(TimeoutExpired, match=r"^could not start 'sleep' within 2 s; it was killed$"):
+        spawn(SLEEP, env=env, timeout=2)
+    assert env.inside.is_set(), "the spawner never reached Popen: the case this test is for did not happen"
+    env.go.set()  # Popen now forks the sleeper, for a caller that is gone
+    assert sleepers() == []
