@@ -8,8 +8,8 @@ server holding a port or a probe.
 Neither helps when the harness is killed outright (SIGKILL, the OOM killer, a CI runner that
 gives up): no Python code runs then. So every child is started through hil.target.spawner's
 `spawn`, which has the kernel SIGKILL it when the harness dies, without running any Python code
-between fork and exec (no `preexec_fn`: why, and how, is in that module's docstring), and within
-a start deadline.
+between fork and exec (no Popen preexec function: why, and how, is in that module's docstring),
+and within a start deadline.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Starting a child that dies with the harness, with no Python code between fork and exec, and a deadline.
 
-Why no `preexec_fn`: Python's documentation says it is not safe in the presence of threads, and
-the harness always has some (this spawner, the console readers, torch's pools). CPython's
+Why no Popen preexec function: Python's documentation says it is not safe in the presence of
+threads, and the harness always has some (this spawner, the console readers, torch's pools). CPython's
 `_posixsubprocess` (Modules/_posixsubprocess.c, do_fork_exec and subprocess_fork_exec_impl, 3.11)
 runs `PyOS_AfterFork_Child()`, and with it every `os.register_at_fork(after_in_child=...)` hook a
-library registered, in the child only when a preexec_fn is given (checked on 3.11.7: without one
+library registered, in the child only when a preexec function is given (checked on 3.11.7: without one
 neither the `before` nor the `after_in_child` hook runs). Any lock another thread held at the
 fork stays held forever in the child, so such a child can block before it ever execs while the
-parent's Popen waits on it for good: a fresh clone's `make test` hung 13 minutes that way.
+parent's Popen waits on it for good (tests/unit/spawn_stress.py makes the old spawn do so in seconds).
 
 How a child still dies with the harness, even one killed by SIGKILL: the command is exec'd
 through a tiny lifeline, `setpriv --pdeathsig KILL -- /bin/sh -c LIFELINE_SH sh <harness pid> CMD...`.
@@ -16,7 +16,7 @@ across execve) and execs sh; sh checks its parent is still the harness, since on
 between the fork and setpriv's prctl sends no signal, and execs the command. Same pid all the
 way, so `Popen.pid`, killpg and the registry in hil.target.process see the command itself.
 Measured: 3.4 ms per start-and-exit of /bin/true, against 0.6 ms for a bare Popen and 1.9 ms for
-the old preexec_fn. Without a working setpriv, the same two steps run in a fresh `python -I -S`
+the old preexec function. Without a working setpriv, the same two steps run in a fresh `python -I -S`
 (12 ms): a process that has exec'd, one thread, no inherited lock. `hil doctor` names which.
 
 The kernel ties the parent-death signal to the *thread* that forked, so every fork happens on one
@@ -59,8 +59,9 @@ LIFELINE_PY = (
     f"if os.getppid() != int(sys.argv[1]):\n    os._exit({ORPHANED_STATUS})\n"
     "os.execv(sys.argv[2], sys.argv[2:])\n"
 )
-# Popen arguments that would bypass the lifeline or run Python in the child.
-REFUSED_KWARGS = ("preexec_fn", "executable", "shell")
+# Popen arguments that would bypass the lifeline; and any `preexec...` one, which runs Python in the child.
+REFUSED_KWARGS = ("executable", "shell")
+REFUSED_PREFIX = "preexec"
 
 
 @dataclass(frozen=True)
@@ -252,9 +253,9 @@ def spawn(argv: Sequence[str], *, timeout: float = START_TIMEOUT_S, **popen_kwar
 
     Started through the lifeline, from the spawner thread, within `timeout` s (see the module
     docstring): raises TimeoutExpired naming the command past it, OSError as Popen does when the
-    program cannot be found or run. `preexec_fn`, `executable` and `shell` are refused.
+    program cannot be found or run. A preexec function, `executable` and `shell` are refused.
     """
-    refused = [name for name in REFUSED_KWARGS if name in popen_kwargs]
+    refused = [name for name in popen_kwargs if name in REFUSED_KWARGS or name.startswith(REFUSED_PREFIX)]
     if refused:
         raise TypeError(f"spawn() does not take {', '.join(refused)}: nothing may run between fork and exec")
     command = [os.fspath(part) for part in argv]

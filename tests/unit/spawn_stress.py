@@ -1,7 +1,7 @@
 """Run by tests/unit/test_spawn_stress.py in a fresh interpreter: hundreds of spawns from several threads
 while other threads hold locks, import modules and allocate.
 
-The trap it sets is the one that hung `make test` (issue 33): a library's
+The trap it sets is the hang issue 33 suspected of `preexec_fn`: a library's
 `os.register_at_fork(after_in_child=...)` hook that needs a lock another thread holds most of the
 time. CPython runs such hooks in a Popen child only when a preexec_fn is given; the child then
 waits forever for a lock whose holder does not exist in it, and never execs. With no Python code
