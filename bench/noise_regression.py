@@ -32,7 +32,7 @@ from hil.analysis.profile import TimeScale, build_profile  # noqa: E402
 from hil.replay.host_runtime import host_etdump  # noqa: E402
 from hil.regress.compare import Comparison, compare_runs  # noqa: E402
 from hil.regress.stats import drop_warmup  # noqa: E402
-from hil.target.process import spawn  # noqa: E402
+from hil.target.spawner import spawn  # noqa: E402
 
 TARGET = "cpu_op:native_call_convolution.out#2"  # the third convolution: the one made wider
 # A busy process: bursts of 20-400 ms busy, idle long enough between them to be busy a share `duty` of the time.

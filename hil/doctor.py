@@ -214,11 +214,23 @@ def check_qemu(cfg: BoardConfig) -> Check:
                  QEMU_BANNER)
 
 
+def check_lifeline(_cfg: BoardConfig | None) -> Check:
+    """How children are tied to the harness (hil.target.spawner): setpriv, or a slower Python stand-in."""
+    from hil.target.spawner import find_lifeline
+
+    line = find_lifeline()
+    if line.kind == "setpriv":
+        return Check("setpriv", True, f"{line.detail} (children die with the harness)")
+    return Check("setpriv", False, f"children die with the harness through {line.detail}",
+                 "apt-get install util-linux (it holds setpriv, 2.33 or later)", required=False)
+
+
 def _checks_for(cfg: BoardConfig | None) -> list[tuple[str, Callable[[], Check]]]:
     """The checks that run in parallel after the pyOCD import (see check_pyocd)."""
     checks: list[tuple[str, Callable[[], Check]]] = [
         ("GDB", lambda: check_gdb(cfg)),
         ("arm-none-eabi-gcc", lambda: check_armgcc(cfg)),
+        ("setpriv", lambda: check_lifeline(cfg)),
     ]
     if cfg is not None and cfg.kind == "qemu":
         checks.append(("QEMU", lambda: check_qemu(cfg)))

@@ -40,6 +40,9 @@ def installation_roots() -> tuple[Path, ...]:
         roots.add(site.getusersitepackages())
     except AttributeError:  # a virtualenv's stripped-down site module
         pass
+    # Another environment's site-packages reached through a `.pth` line: installed too. Walked as local,
+    # torch's thousands of modules were parsed one by one before the export started (minutes; issue 33).
+    roots.update(entry for entry in sys.path if Path(entry).name in ("site-packages", "dist-packages"))
     return tuple(sorted({Path(root).resolve() for root in roots if root}))
 
 

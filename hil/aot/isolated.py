@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -31,6 +32,7 @@ from hil.aot.models import resolve_spec
 from hil.defaults import DEFAULT_EXPORT_TIMEOUT_S
 from hil.errors import HilError, ModelError, TimeoutExpired
 from hil.target.process import ManagedProcess
+from hil.target.spawner import START_TIMEOUT_S
 
 # Lines of the child's log quoted when it ends without a result.
 LOG_TAIL_LINES = 5
@@ -64,9 +66,10 @@ def export_isolated(spec: str, *, delegate: str = "none", options: Mapping[str, 
                "cache": None if cache is None else str(cache), "result": str(result)}
         argv = [sys.executable, "-P", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
                 "from hil.aot.isolated import child_main; child_main(sys.argv[2])", _ROOT, json.dumps(job)]
-        child = ManagedProcess(argv, f"export of {name}", log).start()
+        begin = time.monotonic()  # the deadline covers the start too
+        child = ManagedProcess(argv, f"export of {name}", log).start(timeout=min(START_TIMEOUT_S, timeout_s))
         try:
-            status = child.wait(timeout_s)
+            status = child.wait(max(0.0, timeout_s - (time.monotonic() - begin)))
         except TimeoutExpired:
             child.close(grace=0.5)
             raise ModelError(f"the export of {where} did not finish within {timeout_s:g} s (--export-timeout);"

@@ -13,8 +13,8 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from hil.errors import BuildError
-from hil.target.process import spawn
+from hil.errors import BuildError, TimeoutExpired
+from hil.target.spawner import START_TIMEOUT_S, spawn
 
 ARM_GCC = "arm-none-eabi-gcc"
 INSTALL_HINT = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi (or run `make demo`)"
@@ -62,18 +62,22 @@ def run_logged(cmd: Sequence[str], *, cwd: Path, log: Path, timeout: float) -> N
     """Run one build command, appending its command line and output to `log`.
 
     Raises BuildCommandError naming the command and the log when it fails, hangs past `timeout`
-    seconds (it is killed then) or cannot start. Started through `spawn`, so a harness killed
-    mid-build leaves no compiler running.
+    seconds (it is killed then) or cannot start (within START_TIMEOUT_S). Started through `spawn`,
+    so a harness killed mid-build leaves no compiler running.
     """
     shown = " ".join(str(part) for part in cmd)
+    start_within = START_TIMEOUT_S
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(f"$ {shown}\n")
         handle.flush()
         try:
             proc = spawn(
                 [str(part) for part in cmd], cwd=cwd, stdin=subprocess.DEVNULL,
-                stdout=handle, stderr=subprocess.STDOUT,
+                stdout=handle, stderr=subprocess.STDOUT, timeout=start_within,
             )
+        except TimeoutExpired:
+            handle.write(f"[could not start within {start_within:g} s]\n")
+            raise BuildCommandError(shown, f"could not start within {start_within:g} s", log) from None
         except OSError as exc:
             handle.write(f"[cannot start: {exc}]\n")
             raise BuildCommandError(shown, f"could not start ({exc})", log) from exc

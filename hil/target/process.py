@@ -6,123 +6,31 @@ a test that crashes, times out or is interrupted still leaves no orphan simulato
 server holding a port or a probe.
 
 Neither helps when the harness is killed outright (SIGKILL, the OOM killer, a CI runner that
-gives up): no Python code runs then. So on Linux each child also asks the kernel, between fork
-and exec, to SIGKILL it when its parent dies (`prctl(PR_SET_PDEATHSIG)`). The kernel ties that
-signal to the *thread* that forked, not the process, so children are forked from a thread that
-lives as long as the harness: the main thread, or else one spawner thread kept for the purpose.
+gives up): no Python code runs then. So every child is started through hil.target.spawner's
+`spawn`, which has the kernel SIGKILL it when the harness dies, without running any Python code
+between fork and exec (no Popen preexec function: why, and how, is in that module's docstring),
+and within a start deadline.
 """
 
 from __future__ import annotations
 
 import atexit
-import ctypes
 import os
-import queue
 import signal
 import subprocess
-import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO
 
 from hil.errors import TargetError, TimeoutExpired
+from hil.target.spawner import START_TIMEOUT_S, spawn
 
 # Seconds a child gets to exit after SIGTERM before it is killed.
 TERMINATE_GRACE_S = 2.0
 
 _registry_lock = threading.Lock()
 _registry: list["ManagedProcess"] = []
-
-T = TypeVar("T")
-# linux/prctl.h
-PR_SET_PDEATHSIG = 1
-
-
-def _load_prctl() -> Callable[..., int] | None:
-    """libc's prctl, resolved once in the parent (the child between fork and exec must not look it up)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    prctl.restype = ctypes.c_int
-    return prctl
-
-
-_PRCTL = _load_prctl()
-
-
-def die_with_parent() -> Callable[[], None] | None:
-    """A `preexec_fn` that makes the child SIGKILLed when the thread that forked it ends; None off Linux.
-
-    The parent may die between fork and the prctl call, in which case the signal would never
-    come: the child then checks it still has the parent it was forked by and kills itself if not.
-    """
-    prctl = _PRCTL
-    if prctl is None:
-        return None
-    parent = os.getpid()
-    kill = int(signal.SIGKILL)
-
-    def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, kill, 0, 0, 0)
-        if os.getppid() != parent:
-            os.kill(os.getpid(), kill)
-
-    return preexec
-
-
-class _Spawner:
-    """Runs fork-and-exec calls on a thread that lives as long as the process.
-
-    PR_SET_PDEATHSIG fires when the forking *thread* exits: a child started from a short-lived
-    worker thread would be killed when that thread returns. The main thread lives as long as the
-    process, so it forks directly; any other thread hands the call to this spawner's thread.
-    """
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], list[Any], threading.Event]] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def call(self, func: Callable[[], T]) -> T:
-        if threading.current_thread() is threading.main_thread():
-            return func()
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, name="hil-spawner", daemon=True)
-                self._thread.start()
-        outcome: list[Any] = []
-        done = threading.Event()
-        self._jobs.put((func, outcome, done))
-        done.wait()
-        if isinstance(outcome[0], BaseException):
-            raise outcome[0]
-        return outcome[0]
-
-    def _serve(self) -> None:
-        while True:
-            func, outcome, done = self._jobs.get()
-            try:
-                outcome.append(func())
-            except BaseException as exc:  # handed back to the caller's thread
-                outcome.append(exc)
-            done.set()
-
-
-_spawner = _Spawner()
-
-
-def spawn(argv: Sequence[str], **popen_kwargs: Any) -> subprocess.Popen[Any]:
-    """`subprocess.Popen` for a child that must not outlive the harness, even one killed by SIGKILL.
-
-    Forks from a long-lived thread with `die_with_parent()` as preexec_fn (see the module docstring).
-    """
-    preexec = die_with_parent()
-    return _spawner.call(lambda: subprocess.Popen(list(argv), preexec_fn=preexec, **popen_kwargs))
 
 
 class ManagedProcess:
@@ -152,8 +60,9 @@ class ManagedProcess:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def start(self) -> "ManagedProcess":
-        """Start the child; raises TargetError naming the command when it cannot be started."""
+    def start(self, timeout: float = START_TIMEOUT_S) -> "ManagedProcess":
+        """Start the child within `timeout` s; TargetError naming the command and the log when it cannot be
+        started, TimeoutExpired when it has not started (exec'd) in time (it is killed then)."""
         if self.popen is not None:
             raise TargetError(f"{self.name}: already started (pid {self.popen.pid})")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -169,15 +78,23 @@ class ManagedProcess:
                 env=env,
                 start_new_session=True,
                 bufsize=0,
+                timeout=timeout,
             )
+        except TimeoutExpired as exc:
+            self._close_log(str(exc))
+            raise TimeoutExpired(f"{self.name}: {exc} (log: {self.log_path})") from None
         except OSError as exc:
-            self._log.write(f"[cannot start: {exc}]\n".encode())
-            self._log.close()
-            self._log = None
+            self._close_log(f"cannot start: {exc}")
             raise TargetError(f"{self.name}: cannot start '{self.argv[0]}': {exc} (log: {self.log_path})") from exc
         with _registry_lock:
             _registry.append(self)
         return self
+
+    def _close_log(self, note: str) -> None:
+        assert self._log is not None
+        self._log.write(f"[{note}]\n".encode())
+        self._log.close()
+        self._log = None
 
     @property
     def pid(self) -> int | None:

@@ -3,6 +3,8 @@
 Real processes only: a Python "harness" child starts a `sleep` through ManagedProcess, from its main
 thread or from a short-lived worker thread, reports the sleeper's pid, and is then killed with
 SIGKILL, so no atexit hook or `finally` runs. The kernel's parent-death signal must end the sleeper.
+Both lifelines of hil.target.spawner are run: setpriv, and the Python stand-in a machine without
+setpriv on PATH gets (the harness reports which one it used, so neither case passes by accident).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import shutil
+
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,8 +28,10 @@ HARNESS = textwrap.dedent(
     import sys, threading, time
     from pathlib import Path
     from hil.target.process import ManagedProcess
+    from hil.target.spawner import lifeline
 
     out, how = Path(sys.argv[1]), sys.argv[2]
+    (out / "lifeline").write_text(lifeline().kind)
     started = []
 
     def start():
@@ -64,15 +70,23 @@ def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 60) -> str:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 @pytest.mark.parametrize("how", ["main-thread", "worker-thread"])
-def test_sigkill_of_the_harness_ends_its_child(tmp_path: Path, how: str) -> None:
+@pytest.mark.parametrize("kind", ["setpriv", "python"])
+def test_sigkill_of_the_harness_ends_its_child(tmp_path: Path, how: str, kind: str) -> None:
     script = tmp_path / "harness.py"
     script.write_text(HARNESS)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    if kind == "python":  # a PATH that holds `sleep` and no setpriv
+        (tmp_path / "bin").mkdir()
+        (tmp_path / "bin" / "sleep").symlink_to(shutil.which("sleep"))
+        env["PATH"] = str(tmp_path / "bin")
+    elif shutil.which("setpriv") is None:
+        pytest.skip("no setpriv on this machine (util-linux)")
     harness = subprocess.Popen(
-        [sys.executable, str(script), str(tmp_path), how], cwd=REPO, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        [sys.executable, str(script), str(tmp_path), how], cwd=REPO, stderr=subprocess.PIPE, text=True, env=env,
     )
     try:
         sleeper = int(wait_for(tmp_path / "pid", harness))
+        assert (tmp_path / "lifeline").read_text() == kind
         assert not dead(sleeper), "the child died with the thread that started it, before the harness did"
         harness.send_signal(signal.SIGKILL)
         harness.wait(timeout=30)

@@ -125,3 +125,16 @@ def test_a_gdb_that_runs_but_is_not_gdb_is_missing(tmp_path):
     script.write_text("#!/bin/sh\necho 'GNU gdb (lab build) 14.2'\n")
     script.chmod(0o755)
     assert _gdb_line(str(script)).lstrip() == f"ok       GDB: {script} (GNU gdb (lab build) 14.2)"
+
+
+def test_setpriv_is_named_with_the_package_that_holds_it(monkeypatch, tmp_path):
+    """Children die with the harness through setpriv; without it on PATH the doctor says so and names util-linux."""
+    from shutil import which
+
+    found = doctor.check_lifeline(None)
+    if which("setpriv"):
+        assert found.ok and found.detail.startswith(which("setpriv"))
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no setpriv
+    missing = doctor.check_lifeline(None)
+    assert (missing.ok, missing.required) == (False, False) and "util-linux" in missing.fix
+    assert "-I -S" in missing.detail  # what stands in for it: a fresh Python

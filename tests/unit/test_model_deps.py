@@ -80,3 +80,25 @@ def test_a_bad_data_file_declaration_is_refused(tmp_path: Path, declaration: str
     (tmp_path / "model.py").write_text(f"{declaration}\ndef factory():\n    pass\n")
     with pytest.raises(ModelSpecError, match=complaint):
         cache_key(f"{tmp_path / 'model.py'}:factory")
+
+
+def test_a_site_packages_folder_on_sys_path_is_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A venv whose `.pth` names another environment's site-packages (how a wheel is tried against pinned torch):
+    what lies there is installed, not the user's, so its sources are neither walked nor keyed."""
+    from hil.aot.deps import installation_roots
+
+    shared = tmp_path / "other-env" / "lib" / "site-packages"
+    (shared / "vendored").mkdir(parents=True)
+    (shared / "vendored" / "__init__.py").write_text("import vendored.core\n")
+    (shared / "vendored" / "core.py").write_text("X = 1\n")
+    elsewhere = tmp_path / "checkout"  # a plain folder on sys.path stays local
+    elsewhere.mkdir()
+    (elsewhere / "mine.py").write_text("Y = 2\n")
+    (tmp_path / "model.py").write_text("import vendored\nimport mine\n")
+    monkeypatch.syspath_prepend(str(shared))
+    monkeypatch.syspath_prepend(str(elsewhere))
+    installation_roots.cache_clear()
+    try:
+        assert local_imports(tmp_path / "model.py") == [elsewhere / "mine.py"]
+    finally:
+        installation_roots.cache_clear()
