@@ -31,13 +31,8 @@ from typing import Any
 from hil.analysis.profile_model import Profile
 from hil.manifest import Manifest
 
-RUNTIME_INSTRUCTIONS = "runtime-instructions"
-REPLAY_HOST_NS = "replay-host-ns"
-SIMULATED_TICKS = "simulated-ticks"
-BOARD_CYCLES = "board-cycles"
-USER_IMAGE_TICKS = "user-image-ticks"
-UNKNOWN = "unknown"
-KINDS = (RUNTIME_INSTRUCTIONS, REPLAY_HOST_NS, SIMULATED_TICKS, BOARD_CYCLES, USER_IMAGE_TICKS, UNKNOWN)
+KINDS = (RUNTIME_INSTRUCTIONS, REPLAY_HOST_NS, SIMULATED_TICKS, BOARD_CYCLES, USER_IMAGE_TICKS, UNKNOWN) = (
+    "runtime-instructions", "replay-host-ns", "simulated-ticks", "board-cycles", "user-image-ticks", "unknown")
 
 _WORDS = {
     RUNTIME_INSTRUCTIONS: "emulated instructions of the QEMU runtime image",

@@ -134,7 +134,9 @@ def _flags(run: dict[str, Any]) -> str:
     """Why a run is marked on the trend: the test failed, or the gate's stored verdict was not a pass."""
     status, _, baseline = gate_verdict(run)
     flags = [] if run["passed"] else ["failed"]
-    if status and status != "pass":
+    if judged_of(run).startswith("no"):  # compared with nothing: said as such, never "against" a baseline
+        flags.append(f"not judged ({judged_of(run)[len('no: '):]})")
+    elif status and status != "pass":
         flags.append(f"{status} against {baseline}")
     return "; ".join(flags)
 

@@ -54,6 +54,9 @@ def test_the_report_says_whether_the_gate_judged_the_latest_run(tmp_path):
     html = write_report(db, tmp_path / "r.html").read_text()
     assert ("judged no: cannot judge: history " + str(db) + " holds 0 of the 3 passed runs of time base "
             "runtime-instructions/shift=2 it needs") in html
+    (flag,) = re.findall(r'<circle class="flag"[^>]*><title>([^<]*)</title>', html)  # marked, never "against" anything
+    assert flag.endswith("(not judged (cannot judge: history " + str(db) + " holds 0 of the 3 passed runs of time base "
+                         "runtime-instructions/shift=2 it needs))") and "against" not in flag
 
 
 def test_compare_refuses_runs_of_two_time_bases_naming_both(tmp_path):
