@@ -311,3 +311,19 @@ def recent_runs(path: Path, series: str, board: str, time_base: TimeBase, limit:
         return found
     finally:
         conn.close()
+
+
+def series_time_base(path: Path, series: str, board: str) -> TimeBase | None:
+    """The time base of the latest passed run of one program on one board (None: the history holds none):
+    what a nightly asks before a run, to require the image its series was made with (a runtime series
+    must not quietly continue on the replay image)."""
+    if not Path(path).is_file():
+        return None
+    conn = open_existing(path)
+    try:
+        with _reading(path):
+            row = conn.execute("SELECT * FROM runs WHERE model = ? AND board = ? AND passed = 1 "
+                               "ORDER BY time DESC, id DESC LIMIT 1", (series, board)).fetchone()
+        return None if row is None else from_history_row(check_run_row(dict(row), path))
+    finally:
+        conn.close()

@@ -95,3 +95,14 @@ def test_the_history_baseline_leaves_out_runs_of_another_base(tmp_path):
     assert recent.other_bases == {"replay-host-ns": 1, "simulated-ticks/cpu=324MHz/npu=250MHz": 1}
     assert [p.iterations for p in recent.profiles] == [10, 10, 10]
     assert history.recent_runs(db, "synthnet", "qemu", TimeBase.parse("unknown"), 10).ids == []
+
+
+def test_the_series_time_base_is_the_latest_passed_runs(tmp_path):
+    db = tmp_path / "h.db"
+    assert history.series_time_base(db, "synthnet", "qemu") is None  # no history yet
+    history.record_run(db, run_profile("runtime", 1), {"written_at": "2026-01-01T00:00:00Z"}, passed=True)
+    history.record_run(db, run_profile("replay", 2), {"written_at": "2026-01-02T00:00:00Z"}, passed=False)
+    assert history.series_time_base(db, "synthnet", "qemu").key == "runtime-instructions/shift=2"  # a failure: not it
+    history.record_run(db, run_profile("replay", 3), {"written_at": "2026-01-03T00:00:00Z"}, passed=True)
+    assert history.series_time_base(db, "synthnet", "qemu").key == "replay-host-ns"
+    assert history.series_time_base(db, "othernet", "qemu") is None
