@@ -162,7 +162,8 @@ def _baselines(options: JudgeOptions, model: str, board: str, base: TimeBase) ->
     strict = options.strict
     if not base.known:
         return _Chosen(decision=not_judged(UNKNOWN_TIME_BASE, f"the run's time base is {base.describe()}; it is "
-                                           "compared with nothing", strict=strict))
+                                           "compared with nothing", strict=strict),
+                       hint="a run folder written by this et-hil records its image and clocks")
     recent = history.recent_runs(options.history, model, board, base, options.baseline_runs) if options.history \
         else history.RecentRuns()
     if len(recent.profiles) >= MIN_BASELINE_RUNS:

@@ -40,7 +40,6 @@ _WORDS = {
     SIMULATED_TICKS: "simulated Neutron cost-model ticks replayed by the QEMU replay image",
     BOARD_CYCLES: "the RT700's cycle counter",
     USER_IMAGE_TICKS: "ticks of a user's firmware image on QEMU",
-    UNKNOWN: "unknown",
 }
 # The parameters of a key, in the order they are written, and how they are said.
 _PARAMETERS = (("shift", "-icount shift"), ("cpu", "CPU clock"), ("npu", "NPU clock"))
@@ -72,10 +71,11 @@ class TimeBase:
 
     def describe(self) -> str:
         """The key in words, for a reader of a failure message or the report."""
+        if not self.known:
+            return f"unknown ({self.why})" if self.why else "unknown"
         said = dict(_PARAMETERS)
         words = [f"{said.get(name, name)} {value}" for name, value in self.parameters]
-        text = f"{self.key} ({_WORDS.get(self.kind, self.kind)}{', ' if words else ''}{', '.join(words)})"
-        return text + (f": {self.why}" if self.why and not self.known else "")
+        return f"{self.key} ({_WORDS[self.kind]}{', ' if words else ''}{', '.join(words)})"
 
     @classmethod
     def parse(cls, key: str | None) -> "TimeBase":

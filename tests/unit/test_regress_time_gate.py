@@ -11,6 +11,7 @@ import sqlite3
 from hil import atomic
 from hil.regress import history
 from hil.regress.judge import JudgeOptions, judge_run
+from test_regress_synth import synth_profile
 from timebase_runs import run_folder
 
 CONV = ("cpu_op", "native_call_convolution.out", 0)
@@ -109,3 +110,19 @@ def test_a_failed_run_is_recorded_under_the_series_of_its_passing_runs(tmp_path)
     # by hand: resolve_spec names `models.py:kws_factory` "models-kws_factory", as the export names its program
     assert [(r[1], r[3]) for r in _rows(db)] == [("models-kws_factory+neutron-sim", 0), ("models-kws_factory", 0),
                                                  ("no_such_model", 0)]
+
+
+def test_a_run_whose_time_base_nobody_knows_is_compared_with_nothing(tmp_path):
+    db = tmp_path / "h.db"
+    for night in range(3):
+        history.record_run(db, synth_profile(night), {"written_at": f"2026-01-0{night + 1}T00:00:00Z"}, passed=True)
+    old = synth_profile(9)  # a profile that records neither its image nor its clocks, without a manifest's board kind
+    del old["firmware"], old["time_scale"]
+    atomic.write_json(tmp_path / "old" / "profile.json", old)
+    atomic.write_json(tmp_path / "old" / "manifest.json", {"board": "qemu", "model": "synthnet"})
+    verdict = _judge(tmp_path / "old", db)
+    assert verdict.comparison is None and verdict.failures == []
+    assert verdict.not_judged == ("cannot judge: the run's time base is unknown (the run records no time scale); "
+                                  "it is compared with nothing")
+    assert ("hil.synthnet.not_judged", "unknown-time-base") in verdict.properties
+    assert [r[2] for r in _rows(db)][-1] == "unknown"
