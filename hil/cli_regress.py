@@ -17,6 +17,7 @@ from hil.regress.option_values import check_options
 
 if TYPE_CHECKING:
     from hil.regress.runs import LoadedRun
+    from hil.regress.timebase import TimeBase
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -37,6 +38,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             print(f"hil compare: {mismatch}; a comparison would say nothing (compare runs of one model on one board)",
                   file=sys.stderr)
             return 2
+    base, said = _time_bases(before, after)
+    if said is not None:
+        print(f"hil compare: {said}", file=sys.stderr)
+        if base is None:
+            return 2
     comparison = compare_runs(
         [drop_warmup(run.profile, args.warmup) for run in before], [drop_warmup(after.profile, args.warmup)],
         tolerance=args.tolerance, noise_k=args.noise_k, min_delta_us=args.min_delta_us, min_share=args.min_share,
@@ -44,10 +50,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     )
     decision = decide(comparison, strict=args.strict)
     if args.json:
-        print(json.dumps({**comparison_to_dict(comparison), "decision": {"status": decision.status, "failed": decision.failed,
-                                                                         "reason": decision.reason}}, indent=2))
+        print(json.dumps({**comparison_to_dict(comparison), "time_base": base.key,
+                          "decision": {"status": decision.status, "failed": decision.failed, "reason": decision.reason}},
+                         indent=2))
     else:
-        print("A: " + ", ".join(run.label for run in before) + f"\nB: {after.label}")
+        print("A: " + ", ".join(run.label for run in before) + f"\nB: {after.label}\ntime base: {base.describe()}")
         print(format_comparison(comparison, limit=args.limit))
         print(decision.reason + (" (a failure: --strict)" if decision.failed and decision.status != FAIL else ""))
     return 1 if decision.failed else 0
@@ -61,8 +68,26 @@ def _different_programs(a: "LoadedRun", b: "LoadedRun") -> str | None:
     return None
 
 
+def _time_bases(before: list["LoadedRun"], after: "LoadedRun") -> tuple["TimeBase | None", str | None]:
+    """B's time base and what to say about A's: runs of two known, different bases are refused (None, why);
+    a run whose base nobody knows is compared, said on stderr (the user named these files)."""
+    from hil.regress.baseline import baseline_time_base
+
+    mine = baseline_time_base(after)
+    unknown = [run.label for run in [*before, after] if not baseline_time_base(run).known]
+    for earlier in before:
+        theirs = baseline_time_base(earlier)
+        if theirs.known and mine.known and not theirs.matches(mine):
+            return None, (f"A ({earlier.label}) counts {theirs.describe()}, B ({after.label}) counts {mine.describe()}: "
+                          "runs of two time bases are not comparable")
+    if unknown:
+        return mine, (f"warning: the time base of {', '.join(unknown)} is unknown (written before time bases were "
+                      "kept?): compared as if both sides counted the same thing")
+    return mine, None
+
+
 def _cmd_baseline_update(args: argparse.Namespace) -> int:
-    from hil.regress.baseline import write_baseline
+    from hil.regress.baseline import baseline_time_base, write_baseline
     from hil.regress.runs import load_run
     from hil.regress.stats import drop_warmup
 
@@ -70,7 +95,7 @@ def _cmd_baseline_update(args: argparse.Namespace) -> int:
     run = load_run(args.run)
     run.profile = drop_warmup(run.profile, args.warmup)
     path = write_baseline(run, args.out)
-    print(f"baseline of {run.profile.model} on {run.profile.board} written to {path}")
+    print(f"baseline of {run.profile.model} on {run.profile.board} ({baseline_time_base(run).key}) written to {path}")
     return 0
 
 

@@ -208,7 +208,7 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
         provenance["firmware_choice"] = choice_record(request.board, request.required_firmware)
     try:
         checked = check_request(request, report)  # a bad input fails here, before any work
-        delegate = checked.delegate
+        delegate = provenance["delegate"] = checked.delegate  # a run failing in export keeps its series (history)
         _import_frameworks(timer)
         hit = is_cached(request.model, delegate=delegate)
         with timer.step("aot", f"export {request.model} ({'cached' if hit else 'cache miss'}, delegate {delegate})"):

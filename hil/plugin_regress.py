@@ -24,7 +24,7 @@ from hil import atomic
 from hil.errors import HilError, InputError
 from hil.paths import BUDGETS_DIR
 from hil.plugin import RUN_FOLDERS, uses_et_hil
-from hil.regress import junit
+from hil.regress import junit, unjudged
 from hil.regress.budgets import Budget, budget_from_mapping, check_budget, format_violations
 from hil.regress.compare import DEFAULT_NOISE_K, parse_tolerance
 from hil.regress.judge import JudgeOptions, Verdict, judge_run
@@ -60,23 +60,41 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--hil-confirm", type=int, default=0, metavar="N",
                     help="re-run a suspected regression N times and fail only if the re-runs confirm it")
     group.addoption("--hil-baseline-runs", type=int, default=10, metavar="N",
-                    help="earlier runs from --hil-history that make the baseline (default 10)")
+                    help="earlier runs from --hil-history that make the baseline (default 10; 3 of the run's "
+                         "time base are enough to judge without --hil-baseline)")
     group.addoption("--hil-strict", action="store_true",
-                    help="fail a run that cannot be judged (no baseline, too few baseline runs, machine load)")
+                    help="fail a run that cannot be judged (no baseline, too few baseline runs of its time base, "
+                         "a baseline of another time base, machine load)")
 
 
+@pytest.hookimpl(trylast=True)  # after the main plugin wrote the environment's and the ini file's values (hil.settings)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "hil_budget(total_us=, npu_fraction_min=, ops={op type or kernel: us}, memory_bytes=, snr_db_min=, max_abs_error=): limits every run of the test must meet"
     )
-    if config.getoption("hil_baseline_update") and config.getoption("hil_baseline") is None:
-        raise pytest.UsageError("--hil-baseline-update needs --hil-baseline PATH (where to write the baselines)")
+    check_gate_options(config)
     try:
         check_options({name: config.getoption("hil_" + name.replace("-", "_")) for name in _CHECKED}, "--hil-")
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_METRICS] = []
     config.pluginmanager.register(junit.SuiteProperties(config), "hil-junit-suite-properties")
+    config.pluginmanager.register(unjudged.NotJudgedSummary(), "hil-not-judged-summary")
+
+
+def check_gate_options(config: pytest.Config) -> None:
+    """Refuse, before any run, a gate that could not judge anything as asked: a baseline path that does
+    not exist (a typo would otherwise pass every night unjudged; `--hil-baseline-update` creates it), an
+    update with nowhere to write, strict mode with nothing to judge against."""
+    baseline, update = config.getoption("hil_baseline"), config.getoption("hil_baseline_update")
+    if update and baseline is None:
+        raise pytest.UsageError("--hil-baseline-update needs --hil-baseline PATH (where to write the baselines)")
+    if baseline is not None and not update and not Path(baseline).exists():
+        raise pytest.UsageError(f"--hil-baseline {baseline}: no such file or folder (write one with "
+                                f"--hil-baseline {baseline} --hil-baseline-update)")
+    if config.getoption("hil_strict") and baseline is None and config.getoption("hil_history") is None:
+        raise pytest.UsageError("--hil-strict fails a run that cannot be judged, but nothing judges runs without "
+                                "--hil-baseline PATH or --hil-history DB")
 
 
 def judge_options(config: pytest.Config) -> JudgeOptions:
@@ -140,7 +158,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     options = judge_options(item.config)
     verdicts = [_judge(f, options, item, report) for f in folders]
     _publish(item, report, verdicts)
+    unjudged.attach(report, [_not_judged_line(v) for v in verdicts if v.not_judged])
     return report
+
+
+def _not_judged_line(verdict: Verdict) -> str:
+    profile, base = verdict.profile, verdict.time_base
+    return (f"{profile.series if profile is not None else verdict.folder} on {profile.board if profile else '?'} "
+            f"({base.key if base is not None else 'time base unknown'}): not judged: {verdict.not_judged}")
 
 
 def _judge(folder: Path, options: JudgeOptions, item: pytest.Item, report: pytest.TestReport) -> Verdict:

@@ -3,7 +3,8 @@
 `--hil-baseline PATH` takes a folder (`PATH/<model>.json`, so a nightly keeps one folder per board,
 e.g. `baselines/qemu/`) or one file (a single-model suite). A baseline carries where it came from
 (git commit, date, board, model, versions, firmware and model hashes) so a surprising comparison
-can be traced to the run that set the bar.
+can be traced to the run that set the bar, and its time base (hil.regress.timebase): the gate refuses
+to compare a run with a baseline that counts another thing (instructions against host nanoseconds).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from hil.errors import HilError
 from hil.inputs import writable_folder
 from hil.json_record import thaw
 from hil.regress.runs import BASELINE_SCHEMA, LoadedRun, load_run
+from hil.regress.timebase import TimeBase, time_base_of
 
 
 def baseline_name(model: str) -> str:
@@ -44,6 +46,7 @@ def provenance_of(run: LoadedRun) -> dict[str, Any]:
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "run_written_at": manifest.written_at,
         "git_commit": manifest.git_commit,
+        "project_commit": thaw(manifest.extra.get("project_commit")),
         "board": profile.board or manifest.board,
         "model": profile.model or manifest.model,
         "delegate": manifest.delegate,
@@ -52,8 +55,19 @@ def provenance_of(run: LoadedRun) -> dict[str, Any]:
         "versions": thaw(manifest.versions),
         "firmware_sha256": manifest.firmware_sha256,
         "model_sha256": manifest.file_sha256("model.pte"),
+        "time_base": baseline_time_base(run).key,
         **({"inherited": run.provenance} if run.provenance else {}),
     }
+
+
+def baseline_time_base(run: LoadedRun) -> TimeBase:
+    """What a baseline's (or any loaded run's) figures count: as its provenance recorded it when it was
+    written, else derived from its profile and manifest (a baseline file written before time bases were
+    kept has no manifest: only its profile's own keys tell, and may leave it unknown)."""
+    recorded = run.provenance.get("time_base")
+    if isinstance(recorded, str) and recorded:
+        return TimeBase.parse(recorded)
+    return time_base_of(run.profile, run.manifest)
 
 
 def write_baseline(run: LoadedRun, destination: Path) -> Path:

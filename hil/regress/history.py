@@ -14,6 +14,7 @@ import sqlite3
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from hil.json_record import thaw
 from hil.manifest import Manifest
 from hil.numerics.gate import numerics_summary
 from hil.regress.identity import keyed_events
+from hil.regress.timebase import TimeBase, from_history_row, time_base_of
 from hil.validate.fields import one_line
 from hil.validate.files import read_head
 from hil.validate.history import SQLITE_HEADER, TABLES, check_event_row, check_header, check_run_row, check_tables
@@ -98,10 +100,19 @@ def _create(conn: sqlite3.Connection) -> None:
     for statement in filter(str.strip, _SCHEMA.split(";")):
         conn.execute(statement)
     columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
-    # Columns of later versions, added to databases written before them: the clock, the outputs' numerics.
-    for column in ("time_scale", "numerics"):
+    # Columns of later versions, added to databases written before them: the clock, the outputs' numerics,
+    # the time base and the image that ran (hil.regress.timebase), whether the project's tree was dirty.
+    for column, kind in _LATER_COLUMNS:
         if column not in columns:
-            conn.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
+            conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+    # Rows written before the time base was kept get the one they still tell, else "unknown" (which
+    # matches nothing): never left empty, so no reader can take an old row for a run of any base.
+    old = [dict(r) for r in conn.execute("SELECT id, simulated, time_scale FROM runs WHERE time_base IS NULL")]
+    conn.executemany("UPDATE runs SET time_base = ? WHERE id = ?", [(from_history_row(r).key, r["id"]) for r in old])
+
+
+_LATER_COLUMNS = (("time_scale", "TEXT"), ("numerics", "TEXT"), ("time_base", "TEXT"), ("firmware_kind", "TEXT"),
+                  ("commit_dirty", "INTEGER"))
 
 
 @contextmanager
@@ -120,6 +131,16 @@ def _sdk_version(versions: dict[str, Any]) -> str | None:
     return versions.get("eiq-neutron-sdk") or versions.get("eiq_neutron_sdk")
 
 
+def project_commit(manifest: Manifest) -> tuple[str | None, bool | None]:
+    """The commit of the project that ran et-hil, as its manifest recorded it (hil.manifest.project_commit),
+    and whether its tree had uncommitted changes; (None, None) when the run knew none."""
+    found = manifest.extra.get("project_commit")
+    if not isinstance(found, Mapping) or not found.get("commit"):
+        return None, None
+    dirty = found.get("dirty")
+    return str(found["commit"]), dirty if isinstance(dirty, bool) else None
+
+
 def record_run(
     path: Path,
     profile: Profile | Mapping[str, Any],
@@ -131,14 +152,21 @@ def record_run(
     artifacts: Path | str | None = None,
     comparison: dict[str, Any] | None = None,
     when: str | None = None,
+    time_base: TimeBase | None = None,
 ) -> int:
-    """Append one run (its provenance, totals and per-event statistics); returns its row id."""
+    """Append one run (its provenance, time base, totals and per-event statistics); returns its row id.
+
+    `time_base`: the run's, when the caller has derived it already; else derived here from the profile
+    and the manifest (hil.regress.timebase.time_base_of).
+    """
     profile, manifest = as_profile(profile), Manifest.from_json(manifest or {})
     versions = thaw(manifest.versions)
     totals = thaw(profile.totals_us)
+    commit, dirty = project_commit(manifest)
     run_row = {
         "time": when or manifest.written_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "git_commit": manifest.git_commit,
+        "git_commit": commit,
+        "commit_dirty": None if dirty is None else int(dirty),
         "board": str(profile.board or manifest.board or "?"),
         "probe_id": probe_id or manifest.extra.get("probe_id"),
         "model": profile.series if profile.model else str(manifest.model or "?"),
@@ -160,6 +188,8 @@ def record_run(
         "comparison": None if comparison is None else json.dumps(comparison),
         "time_scale": json.dumps(thaw(profile.time_scale), sort_keys=True),
         "numerics": json.dumps(thaw(numerics_summary(profile.numerics)), sort_keys=True),
+        "time_base": (time_base or time_base_of(profile, manifest)).key,
+        "firmware_kind": profile.firmware or manifest.firmware_kind,
     }
     event_rows = []
     for seq, (key, event) in enumerate(keyed_events(profile.events).items()):
@@ -223,7 +253,13 @@ def read_runs(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     path = _database_path(conn)
     with _reading(path):
         rows = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY time, id")]
-    return [check_run_row(row, path) for row in rows]
+    return [_with_time_base(check_run_row(row, path)) for row in rows]
+
+
+def _with_time_base(row: dict[str, Any]) -> dict[str, Any]:
+    """A row with its `time_base` key filled: a database opened read-only may predate the column."""
+    row["time_base"] = from_history_row(row).key
+    return row
 
 
 def read_events(conn: sqlite3.Connection, run_id: int) -> list[dict[str, Any]]:
@@ -239,17 +275,55 @@ def profile_from_history(run: dict[str, Any], events: list[dict[str, Any]]) -> P
     return history_profile(run, events)
 
 
-def recent_runs(path: Path, series: str, board: str, limit: int) -> list[Profile]:
-    """The last `limit` passed runs of one program on one board, oldest first, as profiles: a baseline
-    made of several runs, so a comparison can see how much runs differ from each other."""
+@dataclass
+class RecentRuns:
+    """The baseline the history holds for one run: its last passed runs of the same program, board and
+    time base (row ids and profiles, oldest first), and how many passed runs of other time bases it
+    left out (key -> count), so a run that finds too few can say why."""
+
+    ids: list[int] = field(default_factory=list)
+    profiles: list[Profile] = field(default_factory=list)
+    other_bases: dict[str, int] = field(default_factory=dict)
+
+
+def recent_runs(path: Path, series: str, board: str, time_base: TimeBase, limit: int) -> RecentRuns:
+    """The last `limit` passed runs of one program on one board in one time base, oldest first: a
+    baseline made of several runs, so a comparison can see how much runs differ from each other.
+
+    A run of another time base (a replay among runtime runs, say) is never part of it, and an unknown
+    base matches nothing (hil.regress.timebase)."""
+    found = RecentRuns()
     if not Path(path).is_file() or limit <= 0:
-        return []
+        return found
     conn = open_existing(path)
     try:
         with _reading(path):
             rows = [dict(r) for r in conn.execute(
-                "SELECT * FROM runs WHERE model = ? AND board = ? AND passed = 1 ORDER BY time DESC, id DESC LIMIT ?",
-                (series, board, limit))]
-        return [profile_from_history(check_run_row(row, path), read_events(conn, row["id"])) for row in reversed(rows)]
+                "SELECT * FROM runs WHERE model = ? AND board = ? AND passed = 1 ORDER BY time DESC, id DESC",
+                (series, board))]
+        for row in (check_run_row(r, path) for r in rows):
+            base = from_history_row(row)
+            if not base.matches(time_base):
+                found.other_bases[base.key] = found.other_bases.get(base.key, 0) + 1
+            elif len(found.ids) < limit:
+                found.ids.insert(0, int(row["id"]))
+                found.profiles.insert(0, profile_from_history(row, read_events(conn, row["id"])))
+        return found
+    finally:
+        conn.close()
+
+
+def series_time_base(path: Path, series: str, board: str) -> TimeBase | None:
+    """The time base of the latest passed run of one program on one board (None: the history holds none):
+    what a nightly asks before a run, to require the image its series was made with (a runtime series
+    must not quietly continue on the replay image)."""
+    if not Path(path).is_file():
+        return None
+    conn = open_existing(path)
+    try:
+        with _reading(path):
+            row = conn.execute("SELECT * FROM runs WHERE model = ? AND board = ? AND passed = 1 "
+                               "ORDER BY time DESC, id DESC LIMIT 1", (series, board)).fetchone()
+        return None if row is None else from_history_row(check_run_row(dict(row), path))
     finally:
         conn.close()

@@ -13,15 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from hil.analysis.profile_model import Profile
+from hil.errors import HilError
 from hil.regress import history
-from hil.regress.baseline import find_baseline, write_baseline
+from hil.regress.baseline import baseline_time_base, find_baseline, write_baseline
 from hil.regress.budgets import Budget, check_budget, format_violations, load_file_budget, merge_budgets
 from hil.regress.compare import (DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE_K, DEFAULT_TOLERANCE,
                                  MIN_BASELINE_RUNS, Comparison, compare_runs, comparison_to_dict, format_comparison)
-from hil.regress.gate import CANNOT_JUDGE, Decision, decide, no_baseline
+from hil.regress.gate import (CANNOT_JUDGE, NO_BASELINE, OTHER_TIME_BASE, TOO_FEW_RUNS, UNKNOWN_TIME_BASE, Decision,
+                              decide, not_judged)
 from hil.manifest import Manifest
 from hil.regress.runs import LoadedRun, load_run, read_manifest
 from hil.regress.stats import drop_warmup
+from hil.regress.timebase import TimeBase, time_base_of
 
 
 @dataclass
@@ -61,6 +64,25 @@ class Verdict:
     decision: Decision | None = None
     source: str = ""  # which baseline the comparison used
     warnings: list[str] = field(default_factory=list)  # said even under -q (pytest warnings)
+    time_base: TimeBase | None = None  # what the run's figures count (hil.regress.timebase)
+    baseline_ids: list[int] = field(default_factory=list)  # the history rows the baseline was made of
+
+    @property
+    def not_judged(self) -> str | None:
+        """Why a run the session asked to judge was not (the decision's one line), else None."""
+        decision = self.decision
+        return decision.reason if decision is not None and not decision.judged else None
+
+
+@dataclass
+class _Chosen:
+    """The baseline runs for one run and where they came from, or the decision not to judge it."""
+
+    profiles: list[Profile] = field(default_factory=list)
+    source: str = ""
+    ids: list[int] = field(default_factory=list)
+    decision: Decision | None = None
+    hint: str = ""  # how to get a baseline, said after a decision not to judge
 
 
 def budget_file(options: JudgeOptions, board: str) -> Path | None:
@@ -84,13 +106,14 @@ def judge_run(folder: Path, options: JudgeOptions, *, marker_budget: Budget | No
     if run is None:  # the run itself failed: keep it in the history as a failure
         verdict = Verdict(folder, None, notes=[f"{folder}: no profile.json (run failed: {manifest.error or '?'})"])
         if options.history and manifest:
-            stub = Profile.from_json({"board": manifest.board, "model": manifest.model, "events": []})
+            stub = failed_profile(manifest)
             history.record_run(options.history, stub, manifest, passed=False, test_id=test_id,
                                probe_id=options.probe_id, artifacts=folder)
         return verdict
     profile = drop_warmup(run.profile, options.warmup)
-    verdict = Verdict(folder, profile)
+    verdict = Verdict(folder, profile, time_base=time_base_of(profile, manifest))
     model, board = str(profile.model), str(profile.board)
+    verdict.properties.append((f"hil.{profile.model}.time_base", verdict.time_base.key))
     _check_budget(verdict, options, marker_budget)
     _check_baseline(verdict, run, options, rerun)
     if verdict.decision is not None:  # the key figures join these where they are published
@@ -98,7 +121,7 @@ def judge_run(folder: Path, options: JudgeOptions, *, marker_budget: Budget | No
     if options.history:
         history.record_run(
             options.history, profile, manifest, passed=test_passed and not verdict.failures, test_id=test_id,
-            probe_id=options.probe_id, artifacts=folder, comparison=_stored(verdict),
+            probe_id=options.probe_id, artifacts=folder, comparison=_stored(verdict), time_base=verdict.time_base,
         )
         verdict.notes.append(f"{model} on {board}: recorded in history {options.history}")
     return verdict
@@ -117,34 +140,74 @@ def _check_budget(verdict: Verdict, options: JudgeOptions, marker_budget: Budget
         verdict.notes.append(f"{profile.model}: budget met ({budget.source})")
 
 
-def _baselines(options: JudgeOptions, model: str, board: str) -> tuple[list[Profile], str]:
-    """The baseline runs and where they came from: the history's last runs of this program when it holds
-    enough of them to show the spread between runs, else the baseline file (one run)."""
-    if options.history:
-        runs = history.recent_runs(options.history, model, board, options.baseline_runs)
-        if len(runs) >= MIN_BASELINE_RUNS:
-            return runs, f"the last {len(runs)} passed run(s) in history {options.history}"
+def failed_profile(manifest: Manifest) -> Profile:
+    """What the history keeps of a run that left no profile: its board, and the model and delegate its
+    passing runs are recorded under (the name the export gave it, else the name its spec resolves to,
+    `models.py:kws_factory` -> `models-kws_factory`), so it joins their series instead of starting one."""
+    name = manifest.model_name
+    if not name and manifest.model:
+        from hil.aot.models import resolve_spec
+
+        try:
+            name = resolve_spec(str(manifest.model)).name
+        except HilError:  # a spec that names nothing: no passing run has another name for it
+            name = str(manifest.model)
+    return Profile.from_json({"board": manifest.board, "model": name, "delegate": manifest.delegate, "events": []})
+
+
+def _baselines(options: JudgeOptions, model: str, board: str, base: TimeBase) -> _Chosen:
+    """The baseline runs of one run: the history's last passed runs of this program, board and time base
+    when it holds enough of them (MIN_BASELINE_RUNS) to show the spread between runs, else the baseline
+    file (one run) when its time base is the run's; else the decision not to judge, saying why."""
+    strict = options.strict
+    if not base.known:
+        return _Chosen(decision=not_judged(UNKNOWN_TIME_BASE, f"the run's time base is {base.describe()}; it is "
+                                           "compared with nothing", strict=strict),
+                       hint="a run folder written by this et-hil records its image and clocks")
+    recent = history.recent_runs(options.history, model, board, base, options.baseline_runs) if options.history \
+        else history.RecentRuns()
+    if len(recent.profiles) >= MIN_BASELINE_RUNS:
+        return _Chosen(recent.profiles, f"the last {len(recent.profiles)} passed run(s) in history {options.history}",
+                       recent.ids)
     found = find_baseline(options.baseline, model) if options.baseline is not None else None
-    return ([found.profile], f"baseline {found.source}") if found is not None else ([], "")
+    if found is not None:
+        theirs = baseline_time_base(found)
+        if theirs.matches(base):
+            return _Chosen([found.profile], f"baseline {found.source}")
+        return _Chosen(decision=not_judged(
+            OTHER_TIME_BASE, f"baseline {found.source} counts {theirs.describe()}, this run {base.describe()}: "
+            "not comparable", strict=strict), hint="write a baseline of this time base with --hil-baseline-update")
+    reasons = [f"no baseline under {options.baseline}"] if options.baseline is not None else []
+    if options.history is not None:
+        others = ", ".join(f"{count} of {key}" for key, count in sorted(recent.other_bases.items()))
+        reasons.append(f"history {options.history} holds {len(recent.profiles)} of the {MIN_BASELINE_RUNS} passed "
+                       f"runs of time base {base.key} it needs" + (f" (left out, another time base: {others})" if others else ""))
+    hint = (f"write one with --hil-baseline-update or `hil baseline update RUN --out {options.baseline}`"
+            if options.baseline is not None else f"the history judges alone from {MIN_BASELINE_RUNS} passed runs")
+    why = NO_BASELINE if options.baseline is not None else TOO_FEW_RUNS
+    return _Chosen(decision=not_judged(why, "; ".join(reasons), strict=strict,
+                                       runs_needed=MIN_BASELINE_RUNS - len(recent.profiles) if why == TOO_FEW_RUNS else 0),
+                   hint=hint)
 
 
 def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions, rerun: Rerun | None) -> None:
-    if options.baseline is None:  # comparing is asked for with --hil-baseline; the history then serves it too
+    if options.baseline is None and options.history is None:  # nothing to judge against: no gate was asked for
         return
     profile = verdict.profile or Profile()
-    model = profile.series
-    if options.baseline_update:
+    model, base = profile.series, verdict.time_base or time_base_of(profile, run.manifest)
+    if options.baseline_update and options.baseline is not None:
         written = write_baseline(LoadedRun(profile, run.source, run.folder, run.manifest), options.baseline)
-        verdict.notes.append(f"{model}: baseline updated: {written}")
+        verdict.notes.append(f"{model}: baseline updated: {written} (time base {base.key})")
         return
-    baselines, source = _baselines(options, model, str(profile.board))
-    if not baselines:
-        verdict.decision = no_baseline(str(options.baseline), strict=options.strict)
-        said = (f"{model}: {verdict.decision.reason}; not compared (write one with --hil-baseline-update or "
-                f"`hil baseline update {verdict.folder} --out {options.baseline}`)")
+    chosen = _baselines(options, model, str(profile.board), base)
+    if chosen.decision is not None:
+        verdict.decision = chosen.decision
+        said = f"{model} on {profile.board}: {verdict.decision.reason}; not compared ({chosen.hint})"
         verdict.warnings.append(said)
         (verdict.failures if verdict.decision.failed else verdict.notes).append(said + _STRICT * options.strict)
         return
+    baselines, source = chosen.profiles, chosen.source
+    verdict.baseline_ids = chosen.ids
     limits = dict(tolerance=options.tolerance, noise_k=options.noise_k, min_delta_us=options.min_delta_us,
                   min_share=options.min_share, alpha=options.alpha)
     nows = [profile]
@@ -152,10 +215,15 @@ def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions, rer
     if comparison.needs_confirmation and options.confirm and rerun is not None:
         suspected = [d.name for d in comparison.regressions + comparison.suspects] or ["the whole run (machine load?)"]
         for index in range(1, options.confirm + 1):
-            nows.append(drop_warmup(load_run(rerun(index)).profile, options.warmup))
+            again = load_run(rerun(index))
+            if not time_base_of(again.profile, again.manifest).matches(base):  # a re-run that ran another image
+                raise HilError(f"confirmation re-run {again.source} counts {time_base_of(again.profile, again.manifest).key}, "
+                               f"the run it confirms {base.key}: not comparable")
+            nows.append(drop_warmup(again.profile, options.warmup))
         comparison = compare_runs(baselines, nows, **limits)
         comparison.notes.append(f"suspected: {', '.join(suspected)}; after {options.confirm} confirmation re-run(s): "
                                 + ("confirmed" if comparison.has_regression else "not confirmed, passes"))
+    comparison.notes.append(f"time base: {base.describe()}")
     verdict.comparison, verdict.source = comparison, source
     verdict.decision = decision = decide(comparison, strict=options.strict)
     text = f"{model} against {source}: {decision.reason}\n{format_comparison(comparison)}"
@@ -180,6 +248,9 @@ def _stored(verdict: Verdict) -> dict[str, Any] | None:
     stored = comparison_to_dict(verdict.comparison) if verdict.comparison is not None else {"events": []}
     if verdict.decision is not None:
         stored["decision"] = {"status": verdict.decision.status, "failed": verdict.decision.failed,
-                              "reason": verdict.decision.reason, "runs_needed": verdict.decision.runs_needed}
+                              "reason": verdict.decision.reason, "runs_needed": verdict.decision.runs_needed,
+                              "judged": verdict.decision.judged, "not_judged": verdict.decision.why_not or None}
     stored["baseline"] = verdict.source
+    stored["baseline_run_ids"] = verdict.baseline_ids
+    stored["time_base"] = verdict.time_base.key if verdict.time_base is not None else None
     return stored

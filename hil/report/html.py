@@ -2,8 +2,11 @@
 
 Per model and board: the latest run's per-op bars (NPU / CPU), its timeline, the nightly trend
 of total latency and NPU fraction with flagged runs marked, and the regression table, all telling the
-verdict the gate stored with each run (`gate_verdict`), never a second judgement. Everything
-(SVG, CSS, a few lines of JS) is inline, so the file opens offline and can be mailed or archived.
+verdict the gate stored with each run (`gate_verdict`), never a second judgement. Runs of different
+time bases (hil.regress.timebase: instructions, host nanoseconds, ...) count different things, so each
+time base gets its own trend chart and its own "previous run": a replayed run among runtime runs is
+never joined to their line. Everything (SVG, CSS, a few lines of JS) is inline, so the file opens
+offline and can be mailed or archived.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from hil.analysis.profile_model import Profile
 from hil.regress import history
 from hil.regress.compare import Comparison, compare_profiles
 from hil.regress.identity import op_types_text, readable_names
+from hil.regress.timebase import TimeBase
 from hil.report import svg
 from hil.report.timeline import layout_iteration
 
@@ -130,33 +134,78 @@ def _flags(run: dict[str, Any]) -> str:
     """Why a run is marked on the trend: the test failed, or the gate's stored verdict was not a pass."""
     status, _, baseline = gate_verdict(run)
     flags = [] if run["passed"] else ["failed"]
-    if status and status != "pass":
+    if judged_of(run).startswith("no"):  # compared with nothing: said as such, never "against" a baseline
+        flags.append(f"not judged ({judged_of(run)[len('no: '):]})")
+    elif status and status != "pass":
         flags.append(f"{status} against {baseline}")
     return "; ".join(flags)
+
+
+def judged_of(run: dict[str, Any]) -> str:
+    """Whether the gate judged a run, as stored with it: "yes", "no: <why>", or "" when it was not asked."""
+    stored = run.get("comparison") or {}
+    decision = stored.get("decision") or {}
+    if not stored:
+        return ""
+    judged = decision.get("judged")
+    if judged is None:  # stored before `judged` was: a cannot-judge status is the only unjudged verdict
+        judged = decision.get("status") != "cannot judge"
+    return "yes" if judged else f"no: {decision.get('reason') or decision.get('not_judged') or '?'}"
 
 
 def _headline(run: dict[str, Any]) -> str:
     status, reason, baseline = gate_verdict(run)
     if not status:
-        return "<p><b>Gate verdict of the latest run:</b> not compared (the session had no --hil-baseline).</p>"
+        return "<p><b>Gate verdict of the latest run:</b> not compared (the session had no --hil-baseline or --hil-history).</p>"
     css = {"regression": "reg", "pass": "imp"}.get(status, "warn")
-    return (f'<p><b>Gate verdict of the latest run:</b> <span class="{css}">{escape(reason)}</span>, '
-            f"against {escape(baseline)}.</p>")
+    against = f", against {escape(baseline)}" if baseline and judged_of(run) == "yes" else ""
+    return f'<p><b>Gate verdict of the latest run:</b> <span class="{css}">{escape(reason)}</span>{against}.</p>'
+
+
+def _commit(run: dict[str, Any]) -> str:
+    commit = str(run.get("git_commit") or "-")
+    return commit + (" (uncommitted changes)" if run.get("commit_dirty") else "")
+
+
+def _by_time_base(runs: list[dict[str, Any]], profiles: list[Profile]) -> dict[str, list[tuple[dict[str, Any], Profile]]]:
+    """The runs of one model and board per time base, the latest run's base first."""
+    groups: dict[str, list[tuple[dict[str, Any], Profile]]] = {}
+    for run, profile in zip(reversed(runs), reversed(profiles)):
+        groups.setdefault(str(run["time_base"]), []).insert(0, (run, profile))
+    return groups
+
+
+def _trend(model: str, board: str, key: str, items: list[tuple[dict[str, Any], Profile]], several: bool) -> str:
+    """One time base's trend chart (or, when none of its runs has figures, the list of those runs)."""
+    runs = [run for run, _ in items]
+    base = TimeBase.parse(key)
+    mark = ("" if not several else
+            " <b class=warn>(another time base than the latest run's: not comparable with it, never on its line)</b>")
+    title = f"Nightly trend in time base {escape(base.describe())}: {len(runs)} run(s){mark}"
+    if all(run.get("total_us") is None for run in runs):
+        listed = ", ".join(f"{escape(str(r['time']))} ({'passed' if r['passed'] else 'failed'})" for r in runs)
+        return f"<h3>{title}</h3><p>No figures (runs that left no profile): {listed}.</p>"
+    points = [svg.TrendPoint(f"{run['time']} {str(run.get('git_commit') or '')[:8]}".strip(), run.get("total_us"),
+                             run.get("npu_fraction"), _flags(run), when=str(run["time"])) for run in runs]
+    parts = [f"<h3>{title}; total latency (solid) and NPU fraction (dashed); red = the test failed or the gate's "
+             "verdict was not a pass</h3>", svg.trend(points, label=f"trend of {model} on {board} in {key}"),
+             _flagged_runs(runs, points)]
+    return "\n".join(parts)
 
 
 def _section(model: str, board: str, runs: list[dict[str, Any]], profiles: list[Profile]) -> str:
-    points = [svg.TrendPoint(f"{run['time']} {str(run.get('git_commit') or '')[:8]}".strip(), run.get("total_us"),
-                             run.get("npu_fraction"), _flags(run)) for run in runs]
     latest, latest_run = profiles[-1], runs[-1]
+    groups = _by_time_base(runs, profiles)
+    latest_key = str(latest_run["time_base"])
+    judged = judged_of(latest_run)
     parts = [
         f"<section><h2>{escape(model)} on {escape(board)}</h2><div>",
-        f"<p>{len(runs)} run(s); latest {escape(str(latest_run['time']))}, commit {escape(str(latest_run.get('git_commit') or '-'))}, "
+        f"<p>{len(runs)} run(s); latest {escape(str(latest_run['time']))}, commit {escape(_commit(latest_run))}, "
         f"{'passed' if latest_run['passed'] else '<b class=reg>failed</b>'}, total {_fmt(latest_run.get('total_us'))} us, "
-        f"artifacts {escape(str(latest_run.get('artifacts') or '-'))}</p>",
+        f"time base {escape(TimeBase.parse(latest_key).describe())}, "
+        f"judged {escape(judged or 'not asked')}, artifacts {escape(str(latest_run.get('artifacts') or '-'))}</p>",
         _headline(latest_run),
-        "<h3>Nightly trend: total latency (solid) and NPU fraction (dashed); red = the test failed or the gate's "
-        "verdict was not a pass</h3>",
-        svg.trend(points, label=f"trend of {model} on {board}"),
+        *(_trend(model, board, key, items, key != latest_key) for key, items in groups.items()),
         "<h3>Per-op time of the latest run (p50)</h3>", _bars(latest),
         "<h3>Timeline of one inference of the latest run (p50 of each event)</h3>",
         svg.timeline(layout_iteration(latest, None), label=f"timeline of {model}"),
@@ -164,10 +213,10 @@ def _section(model: str, board: str, runs: list[dict[str, Any]], profiles: list[
     if latest_run.get("comparison"):
         _, reason, baseline = gate_verdict(latest_run)
         parts.append(_recorded_table(latest_run["comparison"], f"Latest run against {baseline} (the gate's verdict)"))
-    parts.append(_flagged_runs(runs, points))
-    if len(profiles) > 1:
-        parts.append(_diff_table(compare_profiles(profiles[-2], latest),
-                                 "Difference from the previous run (p50 change; a diff, not a verdict)"))
+    same_base = [profile for run, profile in groups[latest_key] if run.get("total_us") is not None]
+    if len(same_base) > 1 and latest_run.get("total_us") is not None:
+        parts.append(_diff_table(compare_profiles(same_base[-2], latest),
+                                 "Difference from the previous run of the same time base (p50 change; a diff, not a verdict)"))
     parts.append("</div></section>")
     return "\n".join(parts)
 

@@ -143,11 +143,20 @@ class TrendPoint:
     total_us: float | None
     npu_fraction: float | None
     flagged: str = ""  # why this run is marked (regression, failed); empty when it is not
+    when: str = ""  # the run's time (ISO 8601), written under the axis as its date and time of day
+
+
+def axis_label(point: TrendPoint) -> tuple[str, str]:
+    """The two lines under the time axis for one run: its date and its time of day (two runs of one day
+    differ), from `when`, else from the label's first word."""
+    text = point.when or point.label.split(" ")[0]
+    date, _, clock = text.replace(" ", "T", 1).partition("T")
+    return date, clock.rstrip("Z")[:8]
 
 
 def trend(points: list[TrendPoint], *, width: int = 760, height: int = 220, label: str = "nightly trend") -> str:
     """Total latency (left axis, line) and NPU fraction (right axis 0..1, dashed) per run; flagged runs in red."""
-    left, right, top, bottom = 70, 60, 24, 44
+    left, right, top, bottom = 70, 60, 24, 58
     totals = [p.total_us for p in points if p.total_us is not None]
     hi = nice_ticks(max(totals + [1e-9]))[-1]
     n = len(points)
@@ -179,9 +188,10 @@ def trend(points: list[TrendPoint], *, width: int = 760, height: int = 220, labe
                     f"<title>{escape(tip)}</title></circle>")
     shown = sorted({round(i * (n - 1) / (X_LABELS - 1)) for i in range(X_LABELS)}) if n > 1 else [0] * bool(n)
     for i in shown:
+        date, clock = axis_label(points[i])
         body.append(f'<line class="axis" x1="{x(i):.1f}" y1="{height - bottom}" x2="{x(i):.1f}" y2="{height - bottom + 4}"/>'
-                    f'<text x="{x(i):.1f}" y="{height - bottom + 16}" text-anchor="middle">'
-                    f'{escape(points[i].label.split("T")[0].split(" ")[0])}</text>')
+                    f'<text x="{x(i):.1f}" y="{height - bottom + 16}" text-anchor="middle">{escape(date)}</text>'
+                    f'<text x="{x(i):.1f}" y="{height - bottom + 29}" text-anchor="middle">{escape(clock)}</text>')
     body.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" text-anchor="middle">'
-                "run (date; hover a point for its time and commit)</text>")
+                "run (date and time, UTC; hover a point for its commit)</text>")
     return _svg(width, height, body, label)

@@ -33,9 +33,18 @@ def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+def _project_commit(folder: Path) -> str:
+    """Make `folder` a git repository with one commit (the project the nightly runs in); its commit."""
+    git = ["git", "-C", str(folder), "-c", "user.name=nightly", "-c", "user.email=nightly@example.invalid"]
+    for args in (["init", "-q"], ["add", "tiny.py", "test_nightly.py"], ["commit", "-q", "-m", "project"]):
+        subprocess.run([*git, *args], check=True, capture_output=True, timeout=60)
+    return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True, timeout=60).stdout.strip()
+
+
 def test_nightly_flow_on_the_qemu_board(tmp_path):
     (tmp_path / "tiny.py").write_text(TINY)
     (tmp_path / "test_nightly.py").write_text(SUITE.format(model=f"{tmp_path / 'tiny.py'}:factory"))
+    commit = _project_commit(tmp_path)
     db = tmp_path / "history.db"
 
     first = _pytest(tmp_path, "--hil-baseline", "baselines", "--hil-baseline-update", "--hil-history", str(db),
@@ -70,11 +79,12 @@ def test_nightly_flow_on_the_qemu_board(tmp_path):
         runs = history.read_runs(conn)
     finally:
         conn.close()
-    assert [r["passed"] for r in runs] == [1, 0] and all(r["board"] == "qemu" and r["git_commit"] for r in runs)
+    # the project's commit (git in the test), not et-hil's own
+    assert [r["passed"] for r in runs] == [1, 0] and all(r["board"] == "qemu" and r["git_commit"] == commit for r in runs)
     assert runs[0]["model_sha256"] == runs[1]["model_sha256"] and runs[0]["firmware_sha256"]
 
     report = subprocess.run([sys.executable, "-m", "hil.cli", "report", str(db), "--out", str(tmp_path / "r.html")],
                             capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr
     html = (tmp_path / "r.html").read_text()
-    assert f"{model} on qemu" in html and "regression against baseline" in html
+    assert f"{model} on qemu" in html and "regression against baseline" in html and f"commit {commit}" in html

@@ -61,6 +61,7 @@ NOT_A_PROFILE = {
     ("regress/history.py", "row"),  # an events-table row, before it becomes an Event
     ("pipeline.py", "sections"),  # the sections a run adds, before they become the Profile's fields
     ("regress/runs.py", "data"), ("regress/runs.py", "data['profile']"),  # a file's shape, checked before parsing
+    ("regress/baseline.py", "run.provenance"),  # a baseline file's provenance (its recorded time base key)
 }
 
 

@@ -91,6 +91,7 @@ def _run_profile(snr: float | None, exact: bool = False) -> dict:
     """A profile of one event (the same time on every run), with its outputs' SNR against eager PyTorch."""
     event = {"name": "Method::execute", "kind": "method", "op_types": [], "times_us": [100.0] * 5, "p50_us": 100.0}
     return {"board": "qemu", "model": "cifar10", "iterations": 5, "time_scale": {"ticks_per_us": 20.0},
+            "firmware": "runtime", "time_base": {"kind": "emulated instructions", "icount_shift": 2},
             "events": [event], "totals_us": {"method_execute": 100.0}, **_profile(snr, exact)}
 
 
@@ -98,11 +99,12 @@ def test_the_history_keeps_the_snr_and_the_nightly_gate_fails_on_its_drop(tmp_pa
     from hil.regress import history
     from hil.regress.compare import compare_runs
     from hil.regress.gate import decide
+    from hil.regress.timebase import TimeBase
 
     db = tmp_path / "history.db"
     for _ in range(3):
         history.record_run(db, _run_profile(140.0), passed=True)
-    baselines = history.recent_runs(db, "cifar10", "qemu", 3)
+    baselines = history.recent_runs(db, "cifar10", "qemu", TimeBase.parse("runtime-instructions/shift=2"), 3).profiles
     assert [b["numerics"]["vs_eager"]["snr_db"] for b in baselines] == [140.0, 140.0, 140.0]
     dropped = decide(compare_runs(baselines, [_run_profile(35.0)]))
     assert dropped.failed and dropped.reason == (

@@ -99,6 +99,7 @@ def test_the_board_file_decides_what_nobody_else_set(project):
 
 def test_the_environment_wins_over_the_ini_file(project):
     (project / "pyproject.toml").write_text(INI)
+    (project / "base").mkdir()  # a baseline folder that does not exist is refused (hil.plugin_regress)
     values = _values(project, HIL_BOARD="qemu", HIL_ITERATIONS="7", HIL_TOLERANCE="0.2", HIL_BASELINE="base")
     assert (values["board"], values["iterations"], values["tolerance"], values["baseline"]) == ("qemu", 7, 0.2, "base")
     assert (values["warmup"], values["timeout"]) == (1, 30.0)  # the rest still from the ini file

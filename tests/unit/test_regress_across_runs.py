@@ -10,6 +10,7 @@ import pytest
 
 from hil.regress.compare import compare_runs, comparison_to_dict, format_comparison
 from hil.regress.stats import rank_p_value, run_shift, undisturbed
+from hil.regress.timebase import TimeBase
 from test_regress_synth import KERNEL_NAMES, synth_profile
 
 NS = {"ticks_per_us": 1000.0, "neutron_ticks_per_us": 1000.0, "follows_clock": False, "unit": "us"}
@@ -233,7 +234,7 @@ def test_profiles_rebuilt_from_history_statistics_are_judged_alike(tmp_path):
     db = tmp_path / "h.db"
     for seed in range(10):
         history.record_run(db, runs([seed])[0], {"written_at": f"2026-01-{seed + 1:02d}"}, passed=True)
-    baseline = history.recent_runs(db, "synthnet", "qemu", 10)
+    baseline = history.recent_runs(db, "synthnet", "qemu", TimeBase.parse("replay-host-ns"), 10).profiles  # NS: a replay
     assert len(baseline) == 10 and "times_us" not in baseline[0]["events"][0]
     comparison = compare_runs(baseline, runs([50], slow={("npu_kernel", "3", 0): 1.12}))
     assert [d.name for d in comparison.regressions] == ["call 0 / kernel 3: addmm"] and not comparison.disturbed

@@ -139,7 +139,7 @@ def test_the_new_project_case_fails_its_suite_with_three_history_runs_and_with_a
     db = tmp_path / "history.db"
     for seed in range(3):
         history.record_run(db, synth_profile(seed), {"written_at": f"2026-01-0{seed + 1}T00:00:00Z"}, passed=True)
-    three = _session(tmp_path, "--hil-baseline", "baselines/qemu", "--hil-history", str(db), "--junitxml=three.xml")
+    three = _session(tmp_path, "--hil-history", str(db), "--junitxml=three.xml")  # the history gates by itself
     assert three.returncode == 1, three.stdout + three.stderr
     assert "performance regression" in three.stdout and "first call 0 / kernel 1: convolution +14" in three.stdout
     props = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "three.xml").getroot().iter("property")}
@@ -152,10 +152,19 @@ def test_the_new_project_case_fails_its_suite_with_three_history_runs_and_with_a
     assert "against baseline" in file_only.stdout and "first call 0 / kernel 1: convolution +14" in file_only.stdout
 
 
-def test_a_missing_baseline_folder_is_said_under_q_and_fails_under_strict(tmp_path):
+def test_a_baseline_path_that_does_not_exist_is_refused_and_an_empty_one_is_said_under_q_and_fails_under_strict(tmp_path):
     (tmp_path / "test_suite.py").write_text(SUITE.format(here=str(HERE)))
+    missing = _session(tmp_path, "--hil-baseline", "baselines/qemu")
+    assert missing.returncode == 4, missing.stdout + missing.stderr  # pytest's usage error, before any test
+    assert "--hil-baseline baselines/qemu: no such file or folder" in missing.stderr
+    assert not (tmp_path / "runs").exists()  # refused before the test ran
+    (tmp_path / "baselines" / "qemu").mkdir(parents=True)
     quiet = _session(tmp_path, "--hil-baseline", "baselines/qemu")
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
     assert "cannot judge: no baseline under baselines/qemu" in quiet.stdout  # a pytest warning, shown under -q
+    assert ("test_suite.py::test_widened_convolution: synthnet on qemu (simulated-ticks/cpu=324MHz/npu=250MHz): "
+            "not judged: cannot judge: no baseline under baselines/qemu") in quiet.stdout  # the terminal summary
     strict = _session(tmp_path, "--hil-baseline", "baselines/qemu", "--hil-strict")
     assert strict.returncode == 1 and "cannot judge: no baseline under baselines/qemu" in strict.stdout
+    nothing = _session(tmp_path, "--hil-strict")
+    assert nothing.returncode == 4 and "nothing judges runs without --hil-baseline PATH or --hil-history DB" in nothing.stderr

@@ -8,10 +8,12 @@ import time
 from pathlib import Path
 
 from hil.regress import history
-from test_regress_synth import synth_profile
+from test_regress_synth import SIM_TICKS_KEY, synth_profile
 
 MANIFEST = {
-    "written_at": "2026-01-02T03:04:05Z", "git_commit": "abc123", "board": "qemu", "model": "synthnet",
+    # git_commit is et-hil's own commit; the history keeps the project's (hil.manifest.project_commit)
+    "written_at": "2026-01-02T03:04:05Z", "git_commit": "e7e7e7", "board": "qemu", "model": "synthnet",
+    "project_commit": {"commit": "abc123", "source": "git /src/project", "dirty": False},
     "firmware_sha256": "f" * 64, "versions": {"executorch": "1.5.1", "torch": "2.13.0", "eiq-neutron-sdk": None},
     "files": {"model.pte": {"sha256": "a" * 64, "size": 10}, "etrecord.bin": {"sha256": "b" * 64, "size": 5}},
 }
@@ -32,6 +34,7 @@ def test_a_run_is_stored_with_provenance_and_event_statistics(tmp_path):
     assert (run["git_commit"], run["board"], run["probe_id"], run["model"], run["passed"]) == ("abc123", "qemu", "P1", "synthnet", 1)
     assert run["firmware_sha256"] == "f" * 64 and run["model_sha256"] == "a" * 64 and run["etrecord_sha256"] == "b" * 64
     assert run["versions"]["executorch"] == "1.5.1" and run["time"] == MANIFEST["written_at"]
+    assert run["commit_dirty"] == 0 and run["time_base"] == SIM_TICKS_KEY and run["firmware_kind"] == "replay"
     assert run["total_us"] == profile["totals_us"]["method_execute"]
     assert len(events) == len(profile["events"])
     conv1 = [e for e in events if e["key"] == "cpu_op:native_call_convolution.out#1"][0]
@@ -47,7 +50,7 @@ import sys, time, json
 from pathlib import Path
 from hil.regress.history import record_run
 sys.path.insert(0, sys.argv[4])
-from test_regress_synth import synth_profile
+from test_regress_synth import SIM_TICKS_KEY, synth_profile
 db, go, who = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 while not go.exists():
     time.sleep(0.005)

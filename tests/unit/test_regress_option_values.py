@@ -16,7 +16,7 @@ from hil.errors import AnalysisError
 from hil.regress import history
 from hil.regress.runs import load_run
 from test_regress_cli import hil, run_folder
-from test_regress_synth import synth_profile
+from test_regress_synth import SIM_TICKS, synth_profile
 
 REPO = Path(__file__).resolve().parents[2]
 COMPARE_REFUSED = [
@@ -91,4 +91,4 @@ def test_a_history_row_with_an_infinite_figure_is_refused_naming_the_database_an
     finally:
         conn.close()
     with pytest.raises(AnalysisError, match=rf"history database {db}, run 1: event npu_kernel:2#0.min_us = inf; figures must be finite"):
-        history.recent_runs(db, "synthnet", "qemu", 10)
+        history.recent_runs(db, "synthnet", "qemu", SIM_TICKS, 10).profiles

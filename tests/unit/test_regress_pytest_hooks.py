@@ -31,7 +31,8 @@ from test_regress_synth import synth_profile
 def _run(request, name, **kw):
     folder = Path(os.environ["RUNS"]) / name
     atomic.write_json(folder / "profile.json", synth_profile(**kw))
-    atomic.write_json(folder / "manifest.json", {{"git_commit": "feed", "board": "qemu", "model": "synthnet"}})
+    atomic.write_json(folder / "manifest.json", {{"git_commit": "0e7e", "board": "qemu", "model": "synthnet",
+                                                  "project_commit": {{"commit": "feed", "dirty": False}}}})
     (folder / "serial.log").write_text("Inference time: 1 us\\n")
     request.node.user_properties.append(("hil_artifacts", str(folder)))
 
@@ -76,12 +77,15 @@ def test_budgets_baselines_history_and_junit_in_a_pytest_session(tmp_path):
     finally:
         conn.close()
     assert {k: v["passed"] for k, v in runs.items()} == {"budget": 0, "slow": 0, "fine": 1}
-    assert runs["slow"]["comparison"]["has_regression"] and runs["fine"]["git_commit"] == "feed"
+    assert runs["slow"]["comparison"]["has_regression"] and runs["fine"]["git_commit"] == "feed"  # the project's
+    assert runs["fine"]["time_base"] == "simulated-ticks/cpu=324MHz/npu=250MHz"
     suite = ET.parse(xml).getroot().find("testsuite")
     props = {p.get("name"): p.get("value") for p in suite.find("properties").iter("property")}
     fine = "@test_suite.py::test_fine"
     assert float(props["hil.synthnet.total_us" + fine]) > 0 and "hil.synthnet.npu_fraction" + fine in props
     assert props["hil.synthnet.artifacts" + fine].endswith("fine")
+    assert props["hil.synthnet.judged" + fine] == "true" and "hil.synthnet.not_judged" + fine not in props
+    assert props["hil.synthnet.time_base" + fine] == "simulated-ticks/cpu=324MHz/npu=250MHz"
     # test_slow_kernel asked for nothing of et-hil: judged (it failed above), but no fixture of its own
     assert not [name for name in props if name.endswith("@test_suite.py::test_slow_kernel")]
     text = metrics.read_text()
@@ -141,13 +145,14 @@ def test_junit_under_xdist_holds_every_figure_of_every_run_and_is_valid_xunit2(t
     schema.validate(str(parallel))
     schema.validate(str(serial))
     names = set(_properties(parallel))
-    assert names == set(_properties(serial)) and len(names) == 3 * 16
+    assert names == set(_properties(serial)) and len(names) == 3 * 17
     two = "@test_regress_pytest_hooks.py"  # not a test id of this session: the two tests are test_two.py's
     assert two not in "".join(names)
     for run, test in (("a.a-factory-none", "test_two_models"), ("b.b-factory-none", "test_two_models"),
                       ("c", "test_one_model")):
         assert f"hil.{run}.total_us@test_two.py::{test}" in names, (run, sorted(names))
         assert f"hil.{run}.top1.name@test_two.py::{test}" in names
+        assert _properties(parallel)[f"hil.{run}.time_base@test_two.py::{test}"] == "simulated-ticks/cpu=324MHz/npu=250MHz"
     values = _properties(parallel)
     assert values["hil.a.a-factory-none.artifacts@test_two.py::test_two_models"].endswith("a-factory-none")
     assert values["hil.b.b-factory-none.artifacts@test_two.py::test_two_models"].endswith("b-factory-none")

@@ -12,6 +12,12 @@ import random
 import statistics
 from typing import Any
 
+from hil.regress.timebase import TimeBase
+
+# The time base of every synthetic run, written by hand from the profile's keys below.
+SIM_TICKS_KEY = "simulated-ticks/cpu=324MHz/npu=250MHz"
+SIM_TICKS = TimeBase.parse(SIM_TICKS_KEY)
+
 KERNEL_OPS = (
     ["aten.convolution.default", "aten.relu.default"],
     ["aten.convolution.default"],
@@ -77,6 +83,10 @@ def synth_profile(
     return {
         "schema": "et-hil/profile/1", "board": board, "model": model, "simulated": True, "iterations": n,
         "time_unit": "us",
+        # what the QEMU replay image's simulated Neutron buffer says of its ticks (boards/qemu.toml's clocks):
+        # time base simulated-ticks/cpu=324MHz/npu=250MHz (hil.regress.timebase)
+        "firmware": "replay",
+        "time_scale": {"ticks_per_us": 324.0, "neutron_ticks_per_us": 250.0, "follows_clock": True, "unit": "us"},
         "events": [method, cpu[0], call, *kernels, dump, cpu[1], cpu[2]],
         "totals_us": {"method_execute": total, "npu_kernels": npu_total, "cpu_ops": statistics.median(per_iter(cpu)),
                       "delegate_overhead": 12.0, "profiling_dump": statistics.median(dump["times_us"])},

@@ -45,7 +45,7 @@ def test_report_is_one_offline_file_with_charts_trend_and_regressions(nightly_db
     # night 6 is flagged (failed, regression against baseline and vs night 5); nothing else in synthnet
     assert any("2026-03-07" in f and "regression against baseline" in f for f in flags)
     assert not any("2026-03-0" in f and "2026-03-07" not in f and "2026-03-08" not in f for f in flags)
-    assert "Difference from the previous run (p50 change; a diff, not a verdict)" in html
+    assert "Difference from the previous run of the same time base (p50 change; a diff, not a verdict)" in html
 
 
 def test_the_previous_run_is_a_diff_not_a_verdict(tmp_path):
@@ -58,7 +58,7 @@ def test_the_previous_run_is_a_diff_not_a_verdict(tmp_path):
     first = re.search(r"<tr><td>([^<]*)</td><td class=\"l\">cpu_op</td><td class=\"l\">([^<]*)</td>(.*?)</tr>", diff)
     assert first.group(1) == "native_call__softmax.out" and first.group(2) == "aten._softmax.default"
     assert "+5" in first.group(3) and 'class="reg"' not in diff and "regression" not in diff
-    assert "not compared (the session had no --hil-baseline)" in html
+    assert "not compared (the session had no --hil-baseline or --hil-history)" in html
     assert not re.findall(r'<circle class="flag"', html)  # no gate verdict, no failure: nothing marked
 
 
