@@ -26,7 +26,7 @@ import pytest
 from hil import capabilities, plugin_boards
 from hil.config import BoardConfig
 from hil.defaults import DEFAULT_ITERATIONS
-from hil.errors import InputError
+from hil.errors import HilError, InputError
 from hil.options import OVERRIDES
 from hil.progress import Lines
 from hil.run_names import RunNames, run_label
@@ -140,6 +140,23 @@ def _board_for(request: pytest.FixtureRequest, hil_board_config: BoardConfig) ->
     return hil_board_config
 
 
+def _history_requirement(config: pytest.Config, model: str, board: BoardConfig, delegate: str | None) -> Any:
+    """The runtime image, required when the board leaves the choice to `auto` and the history's series of
+    this program is a runtime series (hil.regress.series_image); None otherwise. A spec that names no
+    model gives None: the run itself then says what is wrong with it."""
+    if board.kind != "qemu" or board.get("qemu.firmware", "auto") != "auto":
+        return None
+    from hil.aot.models import resolve_spec
+    from hil.regress.series_image import required_by_history
+
+    try:
+        name = resolve_spec(model).name
+    except HilError:
+        return None
+    return required_by_history(config.getoption("hil_history", None), name,
+                               delegate or board.get("aot.delegate", "none"), board.name)
+
+
 # Longest folder name made from a test id (file systems allow 255 bytes; leave room for the hash).
 MAX_FOLDER_NAME = 120
 
@@ -213,6 +230,8 @@ def hil_profile(
         options.setdefault("drift_snr_db", config.getoption("hil_drift_snr_db"))
         options.setdefault("inputs_file", config.getoption("hil_inputs"))
         board = options.pop("board", None) or _board_for(request, hil_board_config)
+        if "required_firmware" not in options:
+            options["required_firmware"] = _history_requirement(config, model, board, options.get("delegate"))
         if subdir is not None:
             out = artifacts_subfolder(hil_artifacts_dir, subdir)
         else:  # one folder per run (hil.run_names), so two runs of a test never overwrite each other

@@ -23,12 +23,12 @@ def test_cnn(hil_profile):
 '''
 
 
-def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+def _pytest(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_cnn.py", "--hil-artifacts", "art",
          "--hil-iterations", "5", "--rootdir", str(cwd), "--hil-history", str(cwd / "history.db"), *args],
         cwd=cwd, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "HIL_CACHE_DIR": str(cwd / "cache"), "PYTHONPATH": str(REPO)})
+        env=env or {**os.environ, "HIL_CACHE_DIR": str(cwd / "cache"), "PYTHONPATH": str(REPO)})
 
 
 @needs_runtime
@@ -41,6 +41,18 @@ def test_a_run_without_sources_between_runtime_runs_is_not_compared_and_a_wider_
         done = _pytest(tmp_path, "--board", "qemu")
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "hil: runs not judged" in done.stdout and "holds 2 of the 3 passed runs" in done.stdout
+
+    # The board file leaves the choice to `auto`, the sources are gone (an empty workspace folder, no mirror):
+    # the runtime series' next run fails naming the missing part, never falling back to the replay image.
+    (tmp_path / "no-sources").mkdir()
+    sourceless = {**os.environ, "HIL_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO),
+                  "RT700_SDK_DIR": str(tmp_path / "no-sources")}
+    sourceless.pop("HIL_GIT_BASE", None)
+    refused = _pytest(tmp_path, "--board", "qemu", env=sourceless)
+    assert refused.returncode == 1, refused.stdout[-3000:] + refused.stderr[-2000:]
+    assert "requires the runtime image" in refused.stdout and "history.db measured cnn on qemu" in refused.stdout, \
+        refused.stdout[-3000:]
+    assert str(tmp_path / "no-sources") in refused.stdout and "replays" not in refused.stdout
 
     replayed = _pytest(tmp_path, "--hil-board-config", str(replay_board), "--junitxml=replay.xml")
     assert replayed.returncode == 0, replayed.stdout[-3000:] + replayed.stderr[-2000:]
@@ -66,5 +78,5 @@ def test_a_run_without_sources_between_runtime_runs_is_not_compared_and_a_wider_
     finally:
         conn.close()
     assert [(r[1], r[2], r[3]) for r in rows] == [("cnn", "runtime-instructions/shift=2", 1)] * 3 + [
-        ("cnn", "replay-host-ns", 1), ("cnn", "runtime-instructions/shift=2", 0)]
-    assert json.loads(rows[4][4])["baseline_run_ids"] == [1, 2, 3]  # the passed replay (row 4) is not among them
+        ("cnn", "unknown", 0), ("cnn", "replay-host-ns", 1), ("cnn", "runtime-instructions/shift=2", 0)]
+    assert json.loads(rows[5][4])["baseline_run_ids"] == [1, 2, 3]  # the passed replay (row 5) is not among them
