@@ -37,17 +37,19 @@ def variant_name(reads: Reads) -> str:
     return reads.digest()[:16] if reads.cacheable else f"{UNCACHED_PREFIX}{secrets.token_hex(8)}"
 
 
-def read_meta(folder: Path, static_key: str) -> tuple[dict[str, Any], Reads] | None:
-    """(meta, reads) of a complete entry made from `static_key`; None otherwise. An entry damaged by
-    hand (a file deleted, a record unreadable) is removed so the next export rebuilds it."""
+def read_meta(folder: Path, static_key: str | None) -> tuple[dict[str, Any], Reads] | None:
+    """(meta, reads) of a complete entry made from `static_key` (None: whichever it records, for an
+    entry just made: a model file edited meanwhile does not unmake what ran); None otherwise. An
+    entry damaged by hand (a file deleted, a record unreadable) is removed so the next export rebuilds it."""
     try:
         meta = json.loads((folder / META_NAME).read_text("utf-8"))
     except (OSError, ValueError):
         return None
     reads = read_reads(folder)
     complete = all((folder / name).is_file() for name in (PTE_NAME, ETRECORD_NAME, INPUTS_NAME))
-    if (not isinstance(meta, dict) or reads is None or not complete or meta.get("static_key") != static_key
-            or meta.get("cache_key") != entry_key(static_key, reads)):
+    made_from = meta.get("static_key") if isinstance(meta, dict) else None
+    if (reads is None or not complete or not isinstance(made_from, str) or made_from != (static_key or made_from)
+            or meta.get("cache_key") != entry_key(made_from, reads)):
         shutil.rmtree(folder, ignore_errors=True)
         return None
     return meta, reads

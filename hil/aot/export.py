@@ -220,12 +220,10 @@ def cached_export(spec: str, *, delegate: str = "none", options: Mapping[str, An
     return _lookup(folder, key, resolved), folder
 
 
-def entry_at(folder: Path, spec: str, *, delegate: str = "none",
-             options: Mapping[str, Any] | None = None) -> CompiledModel | None:
+def entry_at(folder: Path) -> CompiledModel | None:
     """The entry an export just made in `folder` (what hil.aot.isolated's child reports), read back
-    without checking its reads again: it is what just ran, cacheable or not."""
-    _, key = _static_key(spec, delegate, options)
-    found = entries.read_meta(Path(folder), key)
+    without checking its keys again: it is what just ran, cacheable or not."""
+    found = entries.read_meta(Path(folder), None)
     return None if found is None else _entry(Path(folder), *found, cached=False)
 
 

@@ -12,10 +12,13 @@ How, in CPython 3.11 terms (the "Audit events table" of the `sys` docs; os.py fo
 * `os.stat` is wrapped, so `os.path.exists(ckpt)` before a `torch.load(ckpt)` is followed too: a
   checkpoint that appears later must miss.
 
-Only reads made on behalf of the model count: some frame between the read and the export's own
-frame runs the model file or code outside the Python installation and outside et-hil (a user's
-helper, a checkout on PYTHONPATH). The framework's own reads (torch's, the harness's cache writes)
-are keyed by their versions instead; files of the installation and /dev/null are ignored, and a
+Only reads made on behalf of the model count. A file or folder counts when some frame between the
+read and the export's own frame runs the model's code: the model file, or code outside the Python
+installation and outside et-hil (a user's helper, a checkout on PYTHONPATH), so `torch.load(path)`
+counts though torch opens the file. A variable or a path check counts when the model's code asks
+itself (through the standard library at most): torch consults its own settings inside the traced
+forward too. The framework's own reads (torch's, the harness's cache writes) are keyed by their
+versions instead; files of the installation and /dev/null are ignored, and a
 `__pycache__/*.pyc` counts as its source file. An audit hook cannot be removed, so it is
 installed once and does nothing outside a recording.
 
@@ -30,6 +33,7 @@ import importlib.util
 import linecache
 import os
 import sys
+import sysconfig
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,12 +61,29 @@ _WRITE_ONLY = (os.O_WRONLY,)
 _FRESH = os.O_TRUNC | os.O_EXCL  # a read of nothing the file held before
 
 
+_HARNESS = str(PACKAGE_DIR) + os.sep
+# The standard library's folders, never site-packages (a venv's platstdlib holds its site-packages).
+_STDLIB = tuple(folder for folder in dict.fromkeys(os.path.join(sysconfig.get_paths()[name], "")
+                                                   for name in ("stdlib", "platstdlib"))
+                if not any(os.path.join(sysconfig.get_paths()[lib], "").startswith(folder) for lib in ("purelib", "platlib")))
+
+
+def _source_of(path: str) -> str:
+    """A module imported from its `__pycache__/*.pyc` (a run-time `importlib.import_module`) counts
+    by its source: the .pyc is rewritten whenever the source changes, so it is keyed by what made it."""
+    if path.endswith(".pyc") and os.path.basename(os.path.dirname(path)) == "__pycache__":
+        with contextlib.suppress(ValueError):
+            return importlib.util.source_from_cache(path)
+    return path
+
+
 class _Recording:
     """The reads of one export, gathered from whichever thread the model's code runs in."""
 
     def __init__(self, model_file: Path | None, anchor: FrameType, ignore: tuple[str, ...]) -> None:
         self.model_file = str(model_file) if model_file else None
         self.model_dir = os.path.dirname(self.model_file) if self.model_file else None
+        self.model_installed = bool(self.model_file) and _installed(str(self.model_file))
         self.anchor = anchor
         self.ignore = ignore
         self.files: dict[str, str] = {}
@@ -85,27 +106,17 @@ class _Recording:
             return None
         text = os.fsdecode(os.fspath(path))
         full = _source_of(os.path.abspath(text))
-        if (full in _DETERMINISTIC_DEVICES
-                or full.startswith(_HARNESS)  # et-hil's own code: keyed as the export's code
-                or any(full == root or full.startswith(root + os.sep) for root in self.ignore) or _installed(full)):
+        beside_model = bool(self.model_dir) and full.startswith(f"{self.model_dir}{os.sep}")
+        # et-hil's code and the installation's are keyed as the export's code and versions; a model
+        # file installed as a package still has its own data files followed.
+        if (full in _DETERMINISTIC_DEVICES or any(full == root or full.startswith(root + os.sep) for root in self.ignore)
+                or full.startswith(_HARNESS) or _installed(full) and not (beside_model and self.model_installed)):
             return None
         if not os.path.isabs(text):
             self.cwd = os.getcwd()  # a relative path names another file from another working folder
-        if self.model_dir and full.startswith(self.model_dir + os.sep):
-            return os.path.relpath(full, self.model_dir)
-        return full
+        return os.path.relpath(full, self.model_dir) if beside_model else full
 
 
-_HARNESS = str(PACKAGE_DIR) + os.sep
-
-
-def _source_of(path: str) -> str:
-    """A module imported from its `__pycache__/*.pyc` (a run-time `importlib.import_module`) counts
-    by its source: the .pyc is rewritten whenever the source changes, so it is keyed by what made it."""
-    if path.endswith(".pyc") and os.path.basename(os.path.dirname(path)) == "__pycache__":
-        with contextlib.suppress(ValueError):
-            return importlib.util.source_from_cache(path)
-    return path
 _state = threading.local()
 _active: _Recording | None = None
 _hook_installed = False
@@ -129,6 +140,19 @@ def _is_user_code(filename: str, model_file: str | None) -> bool:
                  and os.path.isfile(filename) and not _installed(filename))
         _user_files[filename] = known
     return known
+
+
+def _asked_by_model(rec: _Recording) -> bool:
+    """True when the innermost frame outside the standard library and et-hil runs the model's code:
+    for variables and path checks, which torch does for itself inside the model's forward
+    (TORCH_BISECT_*, its inductor folders) and which are no input the model chose."""
+    frame = sys._getframe(2)
+    while frame is not None and frame is not rec.anchor:
+        filename = frame.f_code.co_filename
+        if not (filename.startswith(("<", _HARNESS)) or filename.startswith(_STDLIB)):
+            return _is_user_code(filename, rec.model_file)
+        frame = frame.f_back
+    return False
 
 
 def _on_behalf_of_model(rec: _Recording) -> bool:
@@ -222,7 +246,7 @@ class _RecordingEnviron(os._Environ):  # type: ignore[misc,name-defined]
         rec = _active
         if rec is not None and not getattr(_state, "busy", False):
             with _busy():
-                if _on_behalf_of_model(rec) and rec.env_names is None:
+                if _asked_by_model(rec) and rec.env_names is None:
                     rec.env_names = r.env_names_state()
         return super().__iter__()
 
@@ -235,7 +259,7 @@ def _note_env(key: Any, *, written: bool = False) -> None:
         return
     with _busy():
         name = os.fsdecode(key) if isinstance(key, (bytes, str)) else str(key)
-        if name in rec.env or name in rec.env_written or not (written or _on_behalf_of_model(rec)):
+        if name in rec.env or name in rec.env_written or not (written or _asked_by_model(rec)):
             return
         with rec.lock:
             if written:
@@ -251,7 +275,7 @@ def _recording_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
     rec = _active
     if rec is not None and not getattr(_state, "busy", False):
         with _busy():
-            if _on_behalf_of_model(rec):
+            if _asked_by_model(rec):
                 key = rec.key(path)
                 if key is not None and key not in rec.probes:
                     with rec.lock:

@@ -82,7 +82,7 @@ def export_isolated(spec: str, *, delegate: str = "none", options: Mapping[str, 
     if not outcome.get("ok"):
         raise ModelError(str(outcome.get("message") or f"the export of {where} failed (log: {log})"))
     made = Path(str(outcome.get("entry") or ""))
-    entry = export.entry_at(made, spec, delegate=delegate, options=options) if outcome.get("entry") else None
+    entry = export.entry_at(made) if outcome.get("entry") else None
     if entry is None:
         raise HilError(f"the export of {where} reported success but left no complete cache entry ({made})")
     return replace(entry, cached=False)
