@@ -146,7 +146,7 @@ def _asked_by_model(rec: _Recording) -> bool:
     """True when the innermost frame outside the standard library and et-hil runs the model's code:
     for variables and path checks, which torch does for itself inside the model's forward
     (TORCH_BISECT_*, its inductor folders) and which are no input the model chose."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe()  # never fails, though C may raise an event with no caller
     while frame is not None and frame is not rec.anchor:
         filename = frame.f_code.co_filename
         if not (filename.startswith(("<", _HARNESS)) or filename.startswith(_STDLIB)):
@@ -159,7 +159,7 @@ def _on_behalf_of_model(rec: _Recording) -> bool:
     """True when a frame between here and the export's own frame runs the model's code; in a thread
     that did not start below the export frame, any such frame counts. Source read for a traceback
     or a stack trace torch keeps (linecache) is no input of the model."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe()  # never fails, though C may raise an event with no caller
     found = False
     while frame is not None and frame is not rec.anchor:
         filename = frame.f_code.co_filename
@@ -202,6 +202,8 @@ def _record_event(rec: _Recording, event: str, args: tuple[Any, ...]) -> None:
         rec.unfollowed.append(f"the model {UNFOLLOWABLE[event].format(*shown)}")
         return
     if event in _LISTINGS:
+        if _by_import_system():
+            return  # finding a module lists sys.path folders; the module found is followed when opened
         key = rec.key(args[0] if args and args[0] is not None else ".")
         if key is not None:
             with rec.lock:
@@ -221,6 +223,15 @@ def _record_event(rec: _Recording, event: str, args: tuple[Any, ...]) -> None:
         rec.unfollowed.append(f"the model read {os.path.abspath(os.fsdecode(os.fspath(path)))}, not a regular file")
     with rec.lock:
         rec.files.setdefault(key, state)
+
+
+def _by_import_system() -> bool:
+    frame: FrameType | None = sys._getframe()
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _dir(rec: _Recording) -> Path | None:

@@ -237,3 +237,17 @@ def test_a_module_imported_by_a_computed_name_is_followed_even_from_its_pyc(tmp_
     (tmp_path / "layer_sizes.py").write_text("WIDTH = 16\n")
     wider = export_isolated(spec, cache=cache)
     assert not wider.cached and sha256(wider.pte_path) != sha256(first.pte_path)
+
+
+def test_a_sibling_import_lists_no_folder_so_new_files_beside_the_model_still_hit(tmp_path):
+    """Python's import system lists the model's folder to find `import sibling_sizes`: that is no
+    read of the model's (the module itself is keyed), so run outputs written beside it keep the hit."""
+    (tmp_path / "sibling_sizes.py").write_text("WIDTH = 5\n")
+    model = tmp_path / "sibling_model.py"
+    model.write_text("import torch\nimport sibling_sizes\n\ndef factory():\n"
+                     "    return torch.nn.Linear(3, sibling_sizes.WIDTH).eval(), (torch.ones(1, 3),)\n")
+    spec, cache = f"{model}:factory", tmp_path / "cache"
+    first = export_model(spec, cache=cache)
+    assert first.reads.folders == {} and not first.cached
+    (tmp_path / "run1").mkdir()
+    assert export_model(spec, cache=cache).cached
