@@ -13,6 +13,8 @@ import hashlib
 import json
 import py_compile
 import socket
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -109,6 +111,11 @@ def test_a_width_from_a_json_config_re_exports(tmp_path):
     first = export_isolated(spec, cache=cache)
     assert not first.cached and list(first.reads.files) == ["config.json"]  # relative to the model's folder
     assert export_isolated(spec, cache=cache).cached
+    # A warm run in a fresh process: the config re-hashed, and still no torch.
+    code = ("import sys\nfrom pathlib import Path\nfrom hil.aot.isolated import export_isolated\n"
+            f"c = export_isolated({spec!r}, cache=Path({str(cache)!r}))\nprint(c.cached, 'torch' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.split() == ["True", "False"], done.stderr
     static = cache_key(spec)
     config.write_text('{"width": 24}')
     assert cache_key(spec) == static  # the static key alone would have served the old model
