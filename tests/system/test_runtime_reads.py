@@ -79,3 +79,45 @@ def test_a_width_changed_through_an_environment_variable_is_profiled_and_flagged
 
     judged = _hil(tmp_path, "24", "compare", str(runs["8"]), str(runs["24"]), "--noise-k", "0")
     assert judged.returncode == 1 and "regression" in judged.stdout.lower(), judged.stdout[-3000:] + judged.stderr
+
+
+SUITE = '''
+MODEL = {model!r}
+
+def test_cnn_nightly(hil_profile):
+    run = hil_profile(MODEL, delegate="none", iterations=2)
+    assert run.profile["totals_us"]["method_execute"] > 0
+'''
+
+CONFIG_CNN = CNN.replace('int(os.environ.get("HIL_NIGHTLY_CHANNELS", "8"))',
+                         'json.loads((Path(__file__).parent / "cnn.json").read_text())["channels"]').replace(
+    "import os\n", "import json\nfrom pathlib import Path\n")
+
+
+def _session(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "test_nightly.py", "--board", "qemu",
+         "--hil-artifacts", "art", "--hil-warmup", "1", "--hil-baseline", "baselines", "--hil-noise-k", "0", *args],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "HIL_CACHE_DIR": str(tmp_path / "cache"),
+             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
+
+
+def test_the_nightly_gate_flags_a_model_changed_only_through_its_config(tmp_path):
+    """Through the pytest plugin, as a nightly runs it: the baseline from an 8-channel config, then the
+    config says 24 and nothing else changes; the second session must profile the new model and fail."""
+    (tmp_path / "cnn.py").write_text(CONFIG_CNN)
+    (tmp_path / "test_nightly.py").write_text(SUITE.format(model=f"{tmp_path / 'cnn.py'}:factory"))
+    (tmp_path / "cnn.json").write_text('{"channels": 8}')
+    first = _session(tmp_path, "--hil-baseline-update")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    (first_manifest,) = (tmp_path / "art").rglob("manifest.json")
+    narrow = json.loads(first_manifest.read_text())
+    (tmp_path / "cnn.json").write_text('{"channels": 24}')
+    second = _session(tmp_path)
+    assert second.returncode == 1 and "test_cnn_nightly" in second.stdout, second.stdout[-3000:] + second.stderr[-3000:]
+    wide = json.loads(first_manifest.read_text())  # the same test's folder, written again
+    assert wide["aot_cached"] is False and wide["aot_followed"]["files"] == ["cnn.json"]
+    assert wide["files"]["model.pte"]["sha256"] != narrow["files"]["model.pte"]["sha256"]
+    assert hashlib.sha256((first_manifest.parent / "model.pte").read_bytes()).hexdigest() == \
+        wide["files"]["model.pte"]["sha256"]
