@@ -63,9 +63,9 @@ _FRESH = os.O_TRUNC | os.O_EXCL  # a read of nothing the file held before
 
 _HARNESS = str(PACKAGE_DIR) + os.sep
 # The standard library's folders, never site-packages (a venv's platstdlib holds its site-packages).
-_STDLIB = tuple(folder for folder in dict.fromkeys(os.path.join(sysconfig.get_paths()[name], "")
-                                                   for name in ("stdlib", "platstdlib"))
-                if not any(os.path.join(sysconfig.get_paths()[lib], "").startswith(folder) for lib in ("purelib", "platlib")))
+_PATHS = {name: os.path.join(folder, "") for name, folder in sysconfig.get_paths().items()}
+_STDLIB = tuple(folder for folder in dict.fromkeys((_PATHS["stdlib"], _PATHS["platstdlib"]))
+                if not any(_PATHS[lib].startswith(folder) for lib in ("purelib", "platlib")))
 
 
 def _source_of(path: str) -> str:
@@ -109,8 +109,9 @@ class _Recording:
         beside_model = bool(self.model_dir) and full.startswith(f"{self.model_dir}{os.sep}")
         # et-hil's code and the installation's are keyed as the export's code and versions; a model
         # file installed as a package still has its own data files followed.
-        if (full in _DETERMINISTIC_DEVICES or any(full == root or full.startswith(root + os.sep) for root in self.ignore)
-                or full.startswith(_HARNESS) or _installed(full) and not (beside_model and self.model_installed)):
+        ignored = any(full == root or full.startswith(root + os.sep) for root in self.ignore)
+        if (ignored or full in _DETERMINISTIC_DEVICES or full.startswith(_HARNESS)
+                or _installed(full) and not (beside_model and self.model_installed)):
             return None
         if not os.path.isabs(text):
             self.cwd = os.getcwd()  # a relative path names another file from another working folder
