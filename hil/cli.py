@@ -130,7 +130,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if compiled.extra.get("conversion_log"):
         atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
     state = "from cache" if compiled.cached else "exported"
-    print(f"{compiled.name}: {state}, delegated={compiled.delegated} -> {args.out}/model.pte, etrecord.bin")
+    reason = compiled.reads.not_cached_reason()
+    print(f"{compiled.name}: {state}, delegated={compiled.delegated} -> {args.out}/model.pte, etrecord.bin"
+          + (f" ({reason})" if reason else ""))
     return 0
 
 

@@ -214,8 +214,9 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
         with timer.step("aot", f"export {request.model} ({'cached' if hit else 'cache miss'}, delegate {delegate})"):
             compiled = export_isolated(request.model, delegate=delegate, timeout_s=checked.export_timeout_s,
                                        log_path=out / "export.log")
+        # aot_followed: what the model read while exported, which the cache key follows (hil.aot.reads).
         provenance.update(aot_cache_key=compiled.cache_key, aot_cached=compiled.cached, delegate=delegate,
-                          model_name=compiled.name)
+                          model_name=compiled.name, aot_followed=compiled.reads.summary())
         atomic.copy_file(compiled.pte_path, out / "model.pte")
         atomic.copy_file(compiled.etrecord_path, out / "etrecord.bin")
         if compiled.extra.get("conversion_log"):

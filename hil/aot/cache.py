@@ -75,12 +75,21 @@ def staged_dir(final: Path) -> Iterator[Path]:
     so they are interchangeable. On an exception the temp folder is removed and nothing appears.
     """
     final = Path(final)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    # mkdtemp makes it 0700; the published entry must be readable by whoever shares the cache.
-    staging = make_public_dir(Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent)))
-    try:
+    with staging_dir(final.parent, f".{final.name}.") as staging:
         yield staging
         publish_dir(staging, final)
+
+
+@contextlib.contextmanager
+def staging_dir(parent: Path, prefix: str) -> Iterator[Path]:
+    """A private temp folder in `parent`, removed at the end unless renamed away first (publish_dir):
+    for builders that learn their entry's final name only once it is built."""
+    parent = Path(parent)
+    parent.mkdir(parents=True, exist_ok=True)
+    # mkdtemp makes it 0700; the published entry must be readable by whoever shares the cache.
+    staging = make_public_dir(Path(tempfile.mkdtemp(prefix=prefix, dir=parent)))
+    try:
+        yield staging
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

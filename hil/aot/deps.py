@@ -13,7 +13,8 @@ program after an edit to a helper module the model imports. So the key covers
 
 Imports are read from the source (`ast`), not by importing it, so a cache hit still costs
 milliseconds and no torch. What a static reading cannot see (a module name computed at run time
-and passed to importlib) is not keyed; such a file belongs in HIL_DATA_FILES.
+and passed to importlib, a checkpoint the factory loads) is recorded while the model is exported
+(hil.aot.follow) and checked again by every lookup (hil.aot.reads).
 """
 
 from __future__ import annotations

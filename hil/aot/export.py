@@ -1,11 +1,14 @@
 """Export a model to a .pte with its ETRecord, cached by content hash.
 
 torch.export -> (optional quantization) -> to_edge_transform_and_lower(generate_etrecord=True)
--> to_executorch -> model.pte, etrecord.bin, inputs.pt, meta.json in
-`<cache>/models/<name>-<key16>/`. The key covers everything that changes the bytes: the model's
-source file, the local modules it imports and the data files it declares (hil.aot.deps), the
-export/model code, the delegate and its lowering code, the options, and the torch / executorch /
-et-hil versions. A cache hit reads meta.json and never imports torch.
+-> to_executorch -> model.pte, etrecord.bin, inputs.pt, meta.json, reads.json in
+`<cache>/models/<name>-<static16>/<variant16>/` (hil.aot.entries). The static key covers what can be
+read without running the model: its source file, the local modules it imports and the data files it
+declares (hil.aot.deps), the export/model code, the delegate and its lowering code, the options, and
+the torch / executorch / et-hil versions. What the model's code reads while it runs (files, folders,
+environment variables: hil.aot.follow) is recorded in reads.json and checked again by every lookup
+(hil.aot.reads), so a retrained checkpoint or a changed variable misses. A hit re-hashes those files
+and never imports torch.
 
 Delegates plug in by name (`register_lowering`), so the simulated and the real Neutron backends
 live in their own modules and are imported only when asked for.
@@ -13,12 +16,12 @@ live in their own modules and are imported only when asked for.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
 import json
 import os
-import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,8 +29,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hil import paths
-from hil.aot.cache import ContentKey, package_versions, staged_dir
-from hil.aot.models import ModelSource, load_model, resolve_spec
+from hil.aot import entries, follow
+from hil.aot.cache import ContentKey, package_versions, publish_dir, staging_dir
+from hil.aot.entries import ETRECORD_NAME, INPUTS_NAME, META_NAME, PTE_NAME
+from hil.aot.models import ModelSource, ResolvedSpec, load_model, resolve_spec
+from hil.aot.reads import Reads, write_reads
 from hil.atomic import write_bytes, write_json
 from hil.errors import ModelError
 
@@ -35,19 +41,22 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-PTE_NAME, ETRECORD_NAME, INPUTS_NAME, META_NAME = "model.pte", "etrecord.bin", "inputs.pt", "meta.json"
-META_SCHEMA = "et-hil/model/1"
+META_SCHEMA = "et-hil/model/2"  # /2: entries are variants by run-time reads (hil.aot.entries)
 VERSIONED_PACKAGES = ("torch", "executorch", "et-hil")
 # The code that shapes every artifact is part of the key, so editing it never serves a stale .pte.
 # A delegate's own code is keyed separately (see _lowering_key_files), so editing one delegate
 # leaves the other delegates' cache entries valid.
 _AOT_DIR = Path(__file__).resolve().parent
-_PIPELINE_FILES = tuple(_AOT_DIR / name for name in ("export.py", "models.py", "cache.py", "cifarnet.py"))
+_PIPELINE_FILES = tuple(_AOT_DIR / name for name in ("export.py", "models.py", "cache.py", "cifarnet.py",
+                                                      "entries.py", "reads.py", "follow.py"))
 
 
 @dataclass(frozen=True)
 class CompiledModel:
-    """An exported model in the cache. `extra` is JSON data from the lowering (kernel maps, ...)."""
+    """An exported model in the cache. `extra` is JSON data from the lowering (kernel maps, ...).
+
+    `cache_key` is the entry's own key: the static key and the run-time reads (`reads`) together.
+    """
 
     name: str
     pte_path: Path
@@ -57,6 +66,7 @@ class CompiledModel:
     cache_key: str
     cached: bool
     extra: dict[str, Any] = field(default_factory=dict)
+    reads: Reads = field(default_factory=Reads)
 
 
 @dataclass
@@ -151,7 +161,13 @@ def _lowering(delegate: str) -> _Lowering:
 
 
 def cache_key(spec: str, *, delegate: str = "none", options: Mapping[str, Any] | None = None) -> tuple[str, str]:
-    """(model name, sha256 hex key) for an export, computed without importing torch."""
+    """(model name, static sha256 hex key) for an export, computed without importing torch or running
+    the model; which entry under it is served is decided by the recorded reads (hil.aot.entries)."""
+    resolved, key = _static_key(spec, delegate, options)
+    return resolved.name, key
+
+
+def _static_key(spec: str, delegate: str, options: Mapping[str, Any] | None) -> tuple[ResolvedSpec, str]:
     resolved = resolve_spec(spec)
     key = ContentKey(META_SCHEMA)
     key.add_files(resolved.source_files).add_text("factory", resolved.factory or "")
@@ -163,7 +179,7 @@ def cache_key(spec: str, *, delegate: str = "none", options: Mapping[str, Any] |
     key.add_files(_PIPELINE_FILES).add_files(_lowering_key_files(delegate))
     key.add_text("delegate", delegate).add_json("options", dict(options or {}))
     key.add_json("versions", package_versions(*VERSIONED_PACKAGES))
-    return resolved.name, key.hexdigest()
+    return resolved, key.hexdigest()
 
 
 def export_model(
@@ -173,37 +189,58 @@ def export_model(
     cache: Path | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> CompiledModel:
-    """The cached export of `spec` for `delegate`, exporting it first when not yet cached.
+    """The cached export of `spec` for `delegate`, exporting it first when no entry's reads still hold.
 
     `options` are handed to the delegate's lowering (e.g. {"quantize": True}) and are part of the key.
     """
-    name, key = cache_key(spec, delegate=delegate, options=options)
-    folder = _entry_folder(name, key, cache)
-    hit = _read_entry(folder, key)
+    resolved, key = _static_key(spec, delegate, options)
+    folder = _entry_folder(resolved.name, key, cache)
+    hit = _lookup(folder, key, resolved)
     if hit is not None:
         return hit
-    with staged_dir(folder) as staging:
-        meta = _export_into(staging, spec, delegate, dict(options or {}), key)
-    return _entry(folder, meta, cached=False)
+    try:
+        with staging_dir(folder, ".staging-") as staging:
+            meta, reads = _export_into(staging, spec, resolved, delegate, dict(options or {}), key)
+            final = folder / entries.variant_name(reads)
+            publish_dir(staging, final)  # False: the same reads were published by another session first
+    except BaseException:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # a failed export leaves nothing, not even its empty folder
+        raise
+    if not reads.cacheable:
+        entries.remove_old_uncached(folder, keep=final)
+    return _entry(final, meta, reads, cached=False)
 
 
 def cached_export(spec: str, *, delegate: str = "none", options: Mapping[str, Any] | None = None,
                   cache: Path | None = None) -> tuple[CompiledModel | None, Path]:
-    """(the complete cache entry of this export or None, the folder it has or would have); no torch."""
-    name, key = cache_key(spec, delegate=delegate, options=options)
-    folder = _entry_folder(name, key, cache)
-    return _read_entry(folder, key), folder
+    """(the valid cache entry of this export or None, the static folder its entries live in); no torch."""
+    resolved, key = _static_key(spec, delegate, options)
+    folder = _entry_folder(resolved.name, key, cache)
+    return _lookup(folder, key, resolved), folder
+
+
+def entry_at(folder: Path) -> CompiledModel | None:
+    """The entry an export just made in `folder` (what hil.aot.isolated's child reports), read back
+    without checking its keys again: it is what just ran, cacheable or not."""
+    found = entries.read_meta(Path(folder), None)
+    return None if found is None else _entry(Path(folder), *found, cached=False)
 
 
 def _entry_folder(name: str, key: str, cache: Path | None) -> Path:
     return Path(cache or paths.cache_dir()) / "models" / f"{name}-{key[:16]}"
 
 
+def _lookup(folder: Path, key: str, resolved: ResolvedSpec) -> CompiledModel | None:
+    model_dir = None if resolved.builtin else resolved.source_files[0].parent
+    found = entries.find_valid(folder, key, model_dir)
+    return None if found is None else _entry(*found, cached=True)
+
+
 def is_cached(spec: str, *, delegate: str = "none", options: Mapping[str, Any] | None = None,
               cache: Path | None = None) -> bool:
     """Whether export_model would be a cache hit: decided without torch, to say "cache miss" before a slow export."""
-    name, key = cache_key(spec, delegate=delegate, options=options)
-    return (_entry_folder(name, key, cache) / META_NAME).is_file()
+    return cached_export(spec, delegate=delegate, options=options, cache=cache)[0] is not None
 
 
 def load_inputs(compiled: CompiledModel) -> tuple["torch.Tensor", ...]:
@@ -216,7 +253,7 @@ def load_inputs(compiled: CompiledModel) -> tuple["torch.Tensor", ...]:
         raise ModelError(f"cannot read example inputs {compiled.inputs_path}: {exc}") from exc
 
 
-def _entry(folder: Path, meta: Mapping[str, Any], *, cached: bool) -> CompiledModel:
+def _entry(folder: Path, meta: Mapping[str, Any], reads: Reads, *, cached: bool) -> CompiledModel:
     return CompiledModel(
         name=meta["name"],
         pte_path=folder / PTE_NAME,
@@ -226,33 +263,29 @@ def _entry(folder: Path, meta: Mapping[str, Any], *, cached: bool) -> CompiledMo
         cache_key=meta["cache_key"],
         cached=cached,
         extra=dict(meta.get("extra", {})),
+        reads=reads,
     )
 
 
-def _read_entry(folder: Path, key: str) -> CompiledModel | None:
-    """A complete cache entry for `key`, or None. Entries are renamed into place whole, so a
-    folder with meta.json is complete unless someone deleted files by hand; then it is rebuilt."""
-    try:
-        meta = json.loads((folder / META_NAME).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    entry = _entry(folder, meta, cached=True)
-    complete = all(p.is_file() for p in (entry.pte_path, entry.etrecord_path, entry.inputs_path))
-    if meta.get("cache_key") != key or not complete:
-        shutil.rmtree(folder, ignore_errors=True)
-        return None
-    return entry
+def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str, options: dict[str, Any],
+                 key: str) -> tuple[dict[str, Any], Reads]:
+    """Export for real, write the five files into `folder`, and return the meta and the reads written.
 
-
-def _export_into(folder: Path, spec: str, delegate: str, options: dict[str, Any], key: str) -> dict[str, Any]:
-    """Export for real, write the four files into `folder`, and return the meta written."""
+    The model's code (its file's top level, the factory, its forward while traced) runs inside a
+    recording (hil.aot.follow): what it reads becomes the entry's reads.json.
+    """
     import torch
 
     started = time.perf_counter()
     lowering = _lowering(delegate)
-    source = load_model(spec)
-    plan = lowering.factory(source, options)
-    program, edge = _lower(source, plan, delegate)
+    model_file = None if resolved.builtin else resolved.source_files[0]
+    # The files of the static key are keyed already; torch reads the model's source at whim (linecache).
+    keyed = (folder, *resolved.source_files, *resolved.dependencies)
+    with follow.recording(model_file, ignore=keyed) as recorded:
+        source = load_model(spec)
+        plan = lowering.factory(source, options)
+        program, edge = _lower(source, plan, delegate)
+    reads = recorded.result()
     extra = dict(plan.extra)
     if plan.after_lowering is not None:
         extra.update(plan.after_lowering(edge, program))
@@ -267,7 +300,8 @@ def _export_into(folder: Path, spec: str, delegate: str, options: dict[str, Any]
         "delegate": delegate,
         "delegated": delegated,
         "options": options,
-        "cache_key": key,
+        "static_key": key,
+        "cache_key": entries.entry_key(key, reads),
         "source_files": [str(p) for p in source.source_files],
         "versions": package_versions(*VERSIONED_PACKAGES),
         "pte_size": len(program.buffer),
@@ -280,8 +314,9 @@ def _export_into(folder: Path, spec: str, delegate: str, options: dict[str, Any]
         meta = json.loads(json.dumps(meta))
     except (TypeError, ValueError) as exc:
         raise ModelError(f"delegate '{delegate}' gave extra data that is not JSON ({exc}) for '{spec}'") from exc
+    write_reads(folder, reads)
     write_json(folder / META_NAME, meta)
-    return meta
+    return meta, reads
 
 
 def _lower(source: ModelSource, plan: LoweringPlan, delegate: str) -> tuple[Any, Any]:

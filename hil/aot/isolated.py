@@ -8,9 +8,11 @@ reports how the export ended in a result file, and a child that ends without one
 crash) or runs past the deadline (then ended with its whole process group) is reported as such.
 
 The cache is the hand-over: the child exports into the same content-keyed cache the parent then
-reads (hil.aot.export), so a hit never starts a child and never runs the model's code. Built-in
-models are the harness's own code and a delegate registered only in this process is unknown to a
-child: both export in-process as before.
+reads (hil.aot.export), so a hit never starts a child and never runs the model's code. The child
+names the entry it made in its result: which entry depends on what the model read while it ran
+(hil.aot.follow), and an entry that may not be cached (the model read a socket) is found no other
+way. Built-in models are the harness's own code and a delegate registered only in this process is
+unknown to a child: both export in-process, recorded the same way.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def export_isolated(spec: str, *, delegate: str = "none", options: Mapping[str, 
     """
     if not runs_in_child(spec, delegate):
         return export.export_model(spec, delegate=delegate, cache=cache, options=options)
-    hit, folder = export.cached_export(spec, delegate=delegate, options=options, cache=cache)
+    hit, _ = export.cached_export(spec, delegate=delegate, options=options, cache=cache)
     if hit is not None:
         return hit
     name = resolve_spec(spec).name
@@ -82,9 +84,10 @@ def export_isolated(spec: str, *, delegate: str = "none", options: Mapping[str, 
                              f" last lines of its log ({log}):{_tail(log)}")
     if not outcome.get("ok"):
         raise ModelError(str(outcome.get("message") or f"the export of {where} failed (log: {log})"))
-    entry, _ = export.cached_export(spec, delegate=delegate, options=options, cache=cache)
+    made = Path(str(outcome.get("entry") or ""))
+    entry = export.entry_at(made) if outcome.get("entry") else None
     if entry is None:
-        raise HilError(f"the export of {where} reported success but left no cache entry in {folder}")
+        raise HilError(f"the export of {where} reported success but left no complete cache entry ({made})")
     return replace(entry, cached=False)
 
 
@@ -129,9 +132,9 @@ def child_main(job_text: str) -> None:
     job = json.loads(job_text)
     spec = job["spec"]
     try:
-        export.export_model(spec, delegate=job["delegate"], options=job["options"],
-                            cache=None if job["cache"] is None else Path(job["cache"]))
-        outcome: dict[str, Any] = {"ok": True}
+        made = export.export_model(spec, delegate=job["delegate"], options=job["options"],
+                                   cache=None if job["cache"] is None else Path(job["cache"]))
+        outcome: dict[str, Any] = {"ok": True, "entry": str(made.pte_path.parent)}
     except HilError as exc:
         outcome = {"ok": False, "message": str(exc)}
     except BaseException as exc:  # noqa: BLE001  (SystemExit, KeyboardInterrupt: the model's code did it)

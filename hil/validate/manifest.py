@@ -20,7 +20,8 @@ MANIFEST_SCHEMA_PREFIX = "et-hil/manifest/"
 TEXTS = ("board", "model", "model_name", "delegate", "status", "error", "error_kind", "written_at", "git_commit",
          "firmware", "firmware_sha256", "firmware_kind", "board_file", "board_file_sha256", "probe_id", "fault",
          "drift_inputs")
-OBJECTS = ("annotations", "versions", "model_memory", "project_commit", "steps_s", "debug_buffer", "firmware_choice")
+OBJECTS = ("annotations", "versions", "model_memory", "project_commit", "steps_s", "debug_buffer", "firmware_choice",
+           "aot_followed")
 SHA256 = re.compile(r"[0-9a-f]{64}")
 
 

@@ -49,18 +49,22 @@ def cifar10(cache_root: Path) -> Timed:
 def test_export_writes_program_etrecord_inputs_and_meta(cifar10: Timed, cache_root: Path) -> None:
     compiled = cifar10.compiled
     assert not compiled.cached and not compiled.delegated
-    assert compiled.pte_path.parent == cache_root / "models" / f"cifar10-{compiled.cache_key[:16]}"
+    # <cache>/models/<name>-<static key>/<variant by run-time reads>/; a built-in reads nothing of the user's.
+    _, static = cache_key("cifar10")
+    assert compiled.pte_path.parent.parent == cache_root / "models" / f"cifar10-{static[:16]}"
+    assert compiled.reads.to_json()["files"] == {} and compiled.reads.to_json()["env"] == {}
     assert compiled.pte_path.read_bytes()[4:8] == b"ET12"
     assert compiled.etrecord_path.stat().st_size > 0
     expected = load_model("cifar10").example_inputs
     got = load_inputs(compiled)
     assert len(got) == len(expected) and all(torch.equal(a, b) for a, b in zip(got, expected))
     meta = json.loads((compiled.pte_path.parent / "meta.json").read_text())
-    assert meta["cache_key"] == compiled.cache_key and meta["delegate"] == "none"
+    assert meta["cache_key"] == compiled.cache_key and meta["static_key"] == static and meta["delegate"] == "none"
     assert meta["pte_size"] == compiled.pte_path.stat().st_size
     assert set(meta["versions"]) == {"torch", "executorch", "et-hil"}
     # Nothing half-made is left beside the entry.
-    assert [p.name for p in (cache_root / "models").iterdir()] == [compiled.pte_path.parent.name]
+    assert [p.name for p in (cache_root / "models").iterdir()] == [compiled.pte_path.parent.parent.name]
+    assert [p.name for p in compiled.pte_path.parent.parent.iterdir()] == [compiled.pte_path.parent.name]
 
 
 def test_etrecord_is_accepted_by_the_inspector(cifar10: Timed) -> None:
