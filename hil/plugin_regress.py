@@ -25,7 +25,7 @@ from hil.errors import HilError, InputError
 from hil.paths import BUDGETS_DIR
 from hil.plugin import RUN_FOLDERS, uses_et_hil
 from hil.regress import junit
-from hil.regress.budgets import Budget, budget_from_mapping, check_budget, format_violations
+from hil.regress.budgets import Budget, budget_from_mapping, check_budget, check_budget_file, format_violations
 from hil.regress.compare import DEFAULT_NOISE_K, parse_tolerance
 from hil.regress.judge import JudgeOptions, Verdict, judge_run
 from hil.regress.option_values import check_options
@@ -35,8 +35,8 @@ from hil.report.trace import write_trace_json
 from hil.run_folder import RunFolder
 from hil.settings import option_help
 
-__all__ = ["hil_budget", "judge_options", "marker_budget", "pytest_addoption", "pytest_configure",
-           "pytest_runtest_makereport", "pytest_sessionfinish", "rerun_of", "run_folders"]
+__all__ = ["hil_budget", "judge_options", "marker_budget", "pytest_addoption", "pytest_collection_modifyitems",
+           "pytest_configure", "pytest_runtest_makereport", "pytest_sessionfinish", "rerun_of", "run_folders"]
 
 _METRICS = pytest.StashKey[list]()
 _START_SLACK_S = 1.0
@@ -97,6 +97,21 @@ def judge_options(config: pytest.Config) -> JudgeOptions:
         baseline_runs=config.getoption("hil_baseline_runs"),
         strict=config.getoption("hil_strict"),
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every budget file and every test's `hil_budget` marker read before any test runs: a limit that is
+    no finite number, or a negative duration or size, is the user's input, refused as a usage error
+    naming the key, never a failed (or passed) test."""
+    budgets = judge_options(config).budgets
+    files = sorted(budgets.glob("*.toml")) if budgets.is_dir() else [budgets] if budgets.is_file() else []
+    try:
+        for path in files:
+            check_budget_file(path)
+        for item in items:
+            marker_budget(item)
+    except InputError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def marker_budget(item: pytest.Item) -> Budget | None:
