@@ -305,7 +305,8 @@ def _record_error(provenance: dict[str, Any], out: Path, exc: BaseException) -> 
         if fault:
             provenance["fault"] = fault.get("summary")
     elif isinstance(exc, KeyboardInterrupt):
-        provenance["error"] = f"interrupted by {exc or 'SIGINT (Ctrl-C)'}"
+        # hil.target.process names the signal; a bare KeyboardInterrupt was raised, not signalled
+        provenance["error"] = f"interrupted by {str(exc) or 'KeyboardInterrupt (raised, no signal)'}"
         provenance["error_kind"] = "interrupted"
     else:
         provenance["error"] = f"{type(exc).__name__}: {exc}"
