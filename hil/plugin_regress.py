@@ -25,7 +25,7 @@ from hil.errors import HilError, InputError
 from hil.paths import BUDGETS_DIR
 from hil.plugin import RUN_FOLDERS, uses_et_hil
 from hil.regress import junit
-from hil.regress.budgets import Budget, budget_from_mapping, check_budget, check_budget_file, format_violations
+from hil.regress.budgets import Budget, budget_from_mapping, check_budget, format_violations
 from hil.regress.compare import DEFAULT_NOISE_K, parse_tolerance
 from hil.regress.judge import JudgeOptions, Verdict, judge_run
 from hil.regress.option_values import check_options
@@ -103,6 +103,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Every budget file and every test's `hil_budget` marker read before any test runs: a limit that is
     no finite number, or a negative duration or size, is the user's input, refused as a usage error
     naming the key, never a failed (or passed) test."""
+    from hil.regress.budgets import check_budget_file
+
     budgets = judge_options(config).budgets
     files = sorted(budgets.glob("*.toml")) if budgets.is_dir() else [budgets] if budgets.is_file() else []
     try:
