@@ -92,6 +92,7 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
         drift_snr_db=args.drift_snr_db,
         export_timeout_s=args.export_timeout,
         inputs_file=args.inputs,
+        allow_nonfinite_inputs=args.allow_nonfinite_inputs,
         numerics=not args.no_numerics,
     )
     from hil.progress import for_stream
@@ -189,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--inputs", "--hil-inputs", type=Path, default=None, metavar="FILE",
                      help="input tensors (.pt: a tensor or tuple of them; .npz: arrays in order) instead of the model's "
                           "example inputs; refused before flashing when they do not fit the program")
+    run.add_argument("--allow-nonfinite-inputs", "--hil-allow-nonfinite-inputs", action="store_true",
+                     help="run inputs that hold NaN or infinity (refused by default); the numerics then say "
+                          "\"outputs not finite\"")
     run.add_argument("--no-numerics", action="store_true",
                      help="skip the numerics check (the target keeps its fill-byte inputs, outputs are not read)")
     run.add_argument("-v", "--verbose", action="store_true", help="also print each step's duration as it ends")

@@ -50,6 +50,10 @@ def verify_run_folder(folder: Path, manifest: Manifest | Mapping[str, Any]) -> l
             continue
         if not path.is_file():
             raise EvidenceError(f"{path}: listed in {where} but missing")
+        recorded, size = entry.get("size"), path.stat().st_size
+        if recorded is not None and recorded != size:  # checked with the sha256: a manifest's size is evidence too
+            raise EvidenceError(f"{path}: {size} bytes, but {where} says {recorded}: the file or its manifest changed "
+                                "after the run")
         actual = sha256_file(path)
         if actual != entry.get("sha256"):
             raise EvidenceError(f"{path}: sha256 {actual[:16]}... differs from {where}'s {str(entry.get('sha256'))[:16]}...: "

@@ -53,6 +53,7 @@ class RunRequest:
     drift_snr_db: float | None = None  # below it an operator drifts (None: hil.drift.gap.DEFAULT_SNR_DB)
     export_timeout_s: float | None = None  # for a user's model (hil.aot.isolated); default: board file, 600 s
     inputs_file: Path | None = None  # `--hil-inputs`: a .pt/.npz instead of the model's example inputs
+    allow_nonfinite_inputs: bool = False  # inputs holding NaN/inf run (else refused: hil.numerics.tensors)
     numerics: bool = True  # write real inputs, read the outputs back and compare them (hil.numerics)
     # The QEMU image kind the run must have, and why (a nightly whose history is a runtime series): a run
     # that cannot have it fails, naming the missing part, instead of replaying (hil.firmware.qemu_firmware).
@@ -158,7 +159,8 @@ def _run_inputs(request: RunRequest, compiled: CompiledModel, pte: Path) -> RunI
     from hil.aot.export import load_inputs
     from hil.numerics.check import run_inputs
 
-    return run_inputs(pte, load_inputs(compiled), request.model, request.inputs_file)
+    return run_inputs(pte, load_inputs(compiled), request.model, request.inputs_file,
+                      allow_nonfinite=request.allow_nonfinite_inputs)
 
 
 def _import_frameworks(timer: StepTimer) -> None:
@@ -306,7 +308,8 @@ def _record_error(provenance: dict[str, Any], out: Path, exc: BaseException) -> 
         if fault:
             provenance["fault"] = fault.get("summary")
     elif isinstance(exc, KeyboardInterrupt):
-        provenance["error"] = f"interrupted by {exc or 'SIGINT (Ctrl-C)'}"
+        # hil.target.process names the signal; a bare KeyboardInterrupt was raised, not signalled
+        provenance["error"] = f"interrupted by {str(exc) or 'KeyboardInterrupt (raised, no signal)'}"
         provenance["error_kind"] = "interrupted"
     else:
         provenance["error"] = f"{type(exc).__name__}: {exc}"

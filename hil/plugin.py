@@ -70,6 +70,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="with --hil-debug-outputs: an operator below this SNR drifts (default 40)")
     group.addoption("--hil-inputs", dest="hil_inputs", type=Path, default=None, metavar="FILE",
                     help="input tensors (.pt/.npz) for every hil_profile run instead of the model's example inputs")
+    group.addoption("--hil-allow-nonfinite-inputs", dest="hil_allow_nonfinite_inputs", action="store_true",
+                    default=False, help="run inputs that hold NaN or infinity (refused by default)")
     add_ini(parser)
     for opt in OVERRIDES:  # those that are settings too (--hil-firmware) also come from the environment and ini
         group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar,
@@ -229,6 +231,7 @@ def hil_profile(
         options.setdefault("debug_outputs", bool(config.getoption("hil_debug_outputs")))
         options.setdefault("drift_snr_db", config.getoption("hil_drift_snr_db"))
         options.setdefault("inputs_file", config.getoption("hil_inputs"))
+        options.setdefault("allow_nonfinite_inputs", bool(config.getoption("hil_allow_nonfinite_inputs")))
         board = options.pop("board", None) or _board_for(request, hil_board_config)
         if "required_firmware" not in options:
             options["required_firmware"] = _history_requirement(config, model, board, options.get("delegate"))

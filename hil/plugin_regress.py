@@ -35,8 +35,8 @@ from hil.report.trace import write_trace_json
 from hil.run_folder import RunFolder
 from hil.settings import option_help
 
-__all__ = ["hil_budget", "judge_options", "marker_budget", "pytest_addoption", "pytest_configure",
-           "pytest_runtest_makereport", "pytest_sessionfinish", "rerun_of", "run_folders"]
+__all__ = ["hil_budget", "judge_options", "marker_budget", "pytest_addoption", "pytest_collection_modifyitems",
+           "pytest_configure", "pytest_runtest_makereport", "pytest_sessionfinish", "rerun_of", "run_folders"]
 
 _METRICS = pytest.StashKey[list]()
 _START_SLACK_S = 1.0
@@ -115,6 +115,23 @@ def judge_options(config: pytest.Config) -> JudgeOptions:
         baseline_runs=config.getoption("hil_baseline_runs"),
         strict=config.getoption("hil_strict"),
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every budget file and every test's `hil_budget` marker read before any test runs: a limit that is
+    no finite number, or a negative duration or size, is the user's input, refused as a usage error
+    naming the key, never a failed (or passed) test."""
+    from hil.regress.budgets import check_budget_file
+
+    budgets = judge_options(config).budgets
+    files = sorted(budgets.glob("*.toml")) if budgets.is_dir() else [budgets] if budgets.is_file() else []
+    try:
+        for path in files:
+            check_budget_file(path)
+        for item in items:
+            marker_budget(item)
+    except InputError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def marker_budget(item: pytest.Item) -> Budget | None:

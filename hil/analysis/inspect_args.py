@@ -11,8 +11,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hil.errors import AnalysisError, InputError
+from hil.errors import AnalysisError, FileContentError, InputError
 from hil.inputs import finite_number
+from hil.validate.pte import IDENTIFIER_AT, PTE_IDENTIFIER, check_pte_bytes
+
+# ExecuTorch writes an ETRecord with zipfile.ZipFile (devtools/etrecord/_etrecord.py): a zip's first
+# local file header starts with these bytes (APPNOTE.TXT 4.3.7).
+ZIP_MAGIC = b"PK\x03\x04"
 
 
 def add_arguments(inspect: argparse.ArgumentParser) -> None:
@@ -41,6 +46,28 @@ def _file(path: Path | None, what: str) -> None:
         raise InputError(f"{what} {path} is a folder, not a file")
 
 
+def _head(path: Path, size: int) -> bytes:
+    try:
+        with path.open("rb") as file:
+            return file.read(size)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
+
+
+def _magic(args: argparse.Namespace, is_dir: bool) -> None:
+    """A --pte that is no ExecuTorch program and an ETRecord that is no zip, named before the import.
+
+    `hil inspect --pte serial.log` was refused by the ET12 check only after executorch's import (14.6 s,
+    issue 32): the identifiers are a few bytes each, read here."""
+    if args.pte is not None:
+        check_pte_bytes(_head(args.pte, IDENTIFIER_AT + len(PTE_IDENTIFIER)), args.pte)
+    if args.etrecord is not None and not is_dir:
+        head = _head(args.etrecord, len(ZIP_MAGIC))
+        if head != ZIP_MAGIC:
+            what = f"it starts with {head!r}" if head else "an empty file"
+            raise FileContentError(f"ETRecord {args.etrecord} is not an ETRecord (a zip file): {what}")
+
+
 def check(args: argparse.Namespace) -> None:
     """InputError (one line, naming the path) for arguments that cannot work, whatever the files hold."""
     if args.clock_mhz is not None:  # 0, negative or nan would give nan times
@@ -53,6 +80,7 @@ def check(args: argparse.Namespace) -> None:
     _file(args.etrecord if not path.is_dir() else None, "ETRecord")
     _file(args.pte, "--pte")
     _file(args.board_config, "board file")
+    _magic(args, path.is_dir())
 
 
 def precheck(argv: list[str]) -> None:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from hil.numerics import metrics
 from hil.numerics.section import COMPUTED, NOT_COMPUTED
-from hil.numerics.tensors import InputTensor, check_inputs, load_inputs_file, program_io, tensor_from_bytes
+from hil.numerics.tensors import (InputTensor, check_inputs, load_inputs_file, non_finite, program_io,
+                                  tensor_from_bytes)
 
 if TYPE_CHECKING:
     import torch
@@ -45,15 +46,17 @@ class RunInputs:
                              "sha256": hashlib.sha256(t.data).hexdigest()} for t in self.tensors]}
 
 
-def run_inputs(pte: Path, example_inputs: tuple["torch.Tensor", ...], model: str, inputs_file: Path | None) -> RunInputs:
-    """The user's file, else the model factory's example inputs, checked against `pte`'s method (InputError otherwise)."""
+def run_inputs(pte: Path, example_inputs: tuple["torch.Tensor", ...], model: str, inputs_file: Path | None, *,
+               allow_nonfinite: bool = False) -> RunInputs:
+    """The user's file, else the model factory's example inputs, checked against `pte`'s method (InputError otherwise;
+    inputs holding NaN or infinity too, unless `allow_nonfinite`)."""
     if inputs_file is not None:
         names, tensors = load_inputs_file(inputs_file)
         source = f"file {inputs_file}"
     else:
         names, tensors = [f"input {i}" for i in range(len(example_inputs))], list(example_inputs)
         source = f"example inputs of {model}"
-    checked = check_inputs(names, tensors, program_io(pte), source)
+    checked = check_inputs(names, tensors, program_io(pte), source, allow_nonfinite=allow_nonfinite)
     return RunInputs(source, checked, tuple(tensors))
 
 
@@ -88,6 +91,9 @@ def numerics_section(inputs: RunInputs | None, outputs: "tuple[OutputTensor, ...
     if reason is not None or inputs is None or outputs is None:
         return {"status": NOT_COMPUTED, "reason": reason or "no outputs were read", **section}
     target = [tensor_from_bytes(o.data, o.spec) for o in outputs if o.spec is not None]
+    broken = _non_finite_outputs(outputs, target)
+    if broken:
+        return {"status": COMPUTED, **section, **broken}
     references: dict[str, list["torch.Tensor"] | str] = {"eager": eager_outputs(model, inputs.torch_inputs)}
     references["host_runtime"] = (host_runtime_outputs(pte, inputs.torch_inputs) if delegate == "none"
                                   else f"not run: the host runtime has no {delegate} backend")
@@ -112,6 +118,23 @@ def numerics_section(inputs: RunInputs | None, outputs: "tuple[OutputTensor, ...
         summary[name] = metrics.worst(figures)
     return {"status": COMPUTED, **section, "outputs": per_output, "vs_eager": summary["eager"],
             "vs_host_runtime": summary["host_runtime"]}
+
+
+def _non_finite_outputs(outputs: "tuple[OutputTensor, ...]", target: list["torch.Tensor"]) -> dict[str, Any]:
+    """The section's figures when a target output holds NaN or infinity: the counts, and figures that are no
+    numbers. NaN against a NaN reference agrees in every arg-max (top-1 100%) and bounds nothing, so no
+    comparison is made; a budget or the SNR gate reads `snr_db` None without `bit_exact` as not finite."""
+    per_output = []
+    for o, tensor in zip([o for o in outputs if o.spec is not None], target):
+        nan, inf = non_finite(tensor)
+        per_output.append({"index": o.index, "dtype": o.spec.dtype_name, "shape": list(o.spec.shape),
+                           "nan": nan, "inf": inf})
+    if not any(entry["nan"] or entry["inf"] for entry in per_output):
+        return {}
+    figures = {"max_abs_error": None, "max_rel_error": None, "snr_db": None, "cosine": None, "bit_exact": False,
+               "non_finite": True}
+    return {"non_finite_outputs": [e for e in per_output if e["nan"] or e["inf"]], "outputs": per_output,
+            "vs_eager": dict(figures), "vs_host_runtime": dict(figures)}
 
 
 def write_outputs(path: Path, outputs: "tuple[OutputTensor, ...]") -> Path:

@@ -18,6 +18,10 @@ def numerics_line(section: Mapping[str, Any] | None) -> str | None:
         return None
     if section.get("status") != COMPUTED:
         return f"numerics: outputs not computed ({section.get('reason')})"
+    broken = section.get("non_finite_outputs")
+    if broken:  # hil.numerics.check: no figures, NaN against NaN would read as top-1 100%
+        counts = ", ".join(f"output {e.get('index')}: {e.get('nan')} NaN, {e.get('inf')} infinite" for e in broken)
+        return f"numerics: outputs not finite ({counts})"
     parts = [f"{label} {_figures(section.get(key) or {})}" for key, label in
              (("vs_eager", "vs eager"), ("vs_host_runtime", "vs host runtime"))]
     return "numerics: " + "; ".join(parts)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hil.errors import InputError
+from hil.validate.fields import one_line
 
 if TYPE_CHECKING:
     import torch
@@ -22,6 +23,8 @@ SCALAR_TYPES: dict[int, str] = {
     11: "bool", 15: "bfloat16",
 }
 INPUT_SUFFIXES = (".pt", ".npz")
+# Where torch.load(weights_only=True) says what it found in the file, after its advice.
+WEIGHTS_ERROR = "WeightsUnpickler error:"
 
 
 @dataclass(frozen=True)
@@ -117,15 +120,48 @@ def load_inputs_file(path: Path) -> tuple[list[str], list["torch.Tensor"]]:
                 return names, [torch.from_numpy(np.ascontiguousarray(arrays[name])) for name in names]
         loaded = torch.load(path, weights_only=True)
     except Exception as exc:  # noqa: BLE001  (a corrupt file raises whatever its reader raises)
-        raise InputError(f"inputs file {path} cannot be read: {type(exc).__name__}: {exc}") from exc
+        raise InputError(f"inputs file {path} cannot be read: {reader_error(exc)}") from exc
     tensors = [loaded] if isinstance(loaded, torch.Tensor) else list(loaded) if isinstance(loaded, (tuple, list)) else None
     if not tensors or not all(isinstance(t, torch.Tensor) for t in tensors):
         raise InputError(f"inputs file {path} must hold a tensor or a tuple/list of tensors, not {type(loaded).__name__}")
     return [f"input {i}" for i in range(len(tensors))], tensors
 
 
-def check_inputs(names: list[str], tensors: list["torch.Tensor"], io: ProgramIO, source: str) -> tuple[InputTensor, ...]:
-    """`tensors` as the program's tensor inputs, in order; InputError naming the first that does not fit."""
+def reader_error(exc: Exception) -> str:
+    """A reader's exception as one line: torch's several lines of advice (load with weights_only=False,
+    which would run the file's code) are no fix for a damaged data file, so only its finding is kept."""
+    text = str(exc)
+    if WEIGHTS_ERROR in text:
+        text = WEIGHTS_ERROR + text.split(WEIGHTS_ERROR, 1)[1].split("Check the documentation", 1)[0]
+    return f"{type(exc).__name__}: {one_line(text) or 'no detail (an empty or cut-off file?)'}"
+
+
+def non_finite(tensor: "torch.Tensor") -> tuple[int, int]:
+    """(NaN count, infinity count) of a tensor; (0, 0) for an integer or boolean one."""
+    import torch
+
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        return 0, 0
+    values = torch.view_as_real(tensor) if tensor.is_complex() else tensor
+    return int(torch.isnan(values).sum()), int(torch.isinf(values).sum())
+
+
+def check_finite(names: list[str], tensors: list["torch.Tensor"], source: str) -> None:
+    """InputError naming the first input holding a NaN or an infinity, and how many: every output would be
+    NaN and the figures (top-1 100%: NaN against NaN) would say nothing, so such inputs are refused unless
+    the user allows them (--allow-nonfinite-inputs, pytest --hil-allow-nonfinite-inputs)."""
+    for name, tensor in zip(names, tensors):
+        nan, inf = non_finite(tensor)
+        if nan or inf:
+            raise InputError(f"{source}: {name} holds {nan + inf} non-finite value(s) of {tensor.numel()} ({nan} NaN,"
+                             f" {inf} infinite); refused before any image is built (--allow-nonfinite-inputs or"
+                             " pytest --hil-allow-nonfinite-inputs lets them through)")
+
+
+def check_inputs(names: list[str], tensors: list["torch.Tensor"], io: ProgramIO, source: str, *,
+                 allow_nonfinite: bool = False) -> tuple[InputTensor, ...]:
+    """`tensors` as the program's tensor inputs, in order; InputError naming the first that does not fit,
+    or (unless `allow_nonfinite`) the first that holds a NaN or an infinity."""
     wanted = [(index, spec) for index, spec in enumerate(io.inputs) if spec is not None]
     if len(tensors) != len(wanted):
         raise InputError(f"{source}: {len(tensors)} tensor(s) given, the program takes {len(wanted)} tensor input(s)"
@@ -138,6 +174,8 @@ def check_inputs(names: list[str], tensors: list["torch.Tensor"], io: ProgramIO,
             raise InputError(f"{source}: {name} is {shown}, but the program's input {index} is {spec.describe()};"
                              " refused before flashing")
         out.append(InputTensor(index, spec, tensor_bytes(tensor)))
+    if not allow_nonfinite:
+        check_finite(names, tensors, source)
     return tuple(out)
 
 

@@ -21,6 +21,7 @@ marker wins over the file key by key. Measured values are p50s (the same numbers
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -69,23 +70,54 @@ class Violation:
         return f"{text} [{self.detail}]" if self.detail else text
 
 
+# Limits that are a duration or a size (or an error bound): a negative one no run can meet, so it is a
+# typo, refused as input rather than failing every test. npu_fraction_min is a share (0..1); snr_db_min
+# may be any finite number of decibels.
+NON_NEGATIVE = ("total_us", "memory_bytes", "max_abs_error", "ops", "memory")
+
+
 def budget_from_mapping(values: dict[str, Any], source: str) -> Budget:
-    """Build a Budget from marker kwargs or a TOML table; unknown keys are an error naming `source`."""
+    """Build a Budget from marker kwargs or a TOML table; an unknown key or a limit that is no finite
+    number (or negative where it is a duration or size) is a BoardConfigError naming `source` and the key."""
     unknown = sorted(set(values) - set(BUDGET_KEYS))
     if unknown:
         raise BoardConfigError(f"budget from {source}: unknown key(s) {unknown}; known: {list(BUDGET_KEYS)}")
-    def number(key: str) -> float | None:
-        value = values.get(key)
-        if value is not None and not isinstance(value, (int, float)):
-            raise BoardConfigError(f"budget from {source}: {key} must be a number, got {value!r}")
+
+    def number(key: str, value: Any = None, group: str | None = None) -> float | None:
+        value = values.get(key) if group is None else value
+        if value is None and group is None:
+            return None
+        name = key if group is None else f"{group}[{key!r}]"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise BoardConfigError(f"budget from {source}: {name} must be a finite number, got {value!r}")
+        if (group or key) in NON_NEGATIVE and value < 0:
+            raise BoardConfigError(f"budget from {source}: {name} must be >= 0 (a duration or size), got {value!r}")
+        if key == "npu_fraction_min" and not 0 <= value <= 1:
+            raise BoardConfigError(f"budget from {source}: {name} must be a share between 0 and 1, got {value!r}")
         return value
-    ops, memory = dict(values.get("ops") or {}), dict(values.get("memory") or {})
-    for key, value in [*ops.items(), *memory.items()]:
-        if not isinstance(value, (int, float)):
-            raise BoardConfigError(f"budget from {source}: limit for {key!r} must be a number, got {value!r}")
+
+    limits = {}
+    for group in ("ops", "memory"):
+        table = values.get(group) or {}
+        if not isinstance(table, Mapping):
+            raise BoardConfigError(f"budget from {source}: {group} must be a table of limits, got {table!r}")
+        limits[group] = {key: number(key, value, group) for key, value in table.items()}
     mem = number("memory_bytes")
-    return Budget(number("total_us"), number("npu_fraction_min"), ops, None if mem is None else int(mem), memory, source,
-                  number("snr_db_min"), number("max_abs_error"))
+    return Budget(number("total_us"), number("npu_fraction_min"), limits["ops"], None if mem is None else int(mem),
+                  limits["memory"], source, number("snr_db_min"), number("max_abs_error"))
+
+
+def check_budget_file(path: Path) -> None:
+    """Every table of a budgets TOML file read as a Budget: a bad limit is refused before any run."""
+    for model in _read_budget_file(path):
+        load_file_budget(path, model)
+
+
+def _read_budget_file(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8-sig"))  # a BOM (Windows editors) is no statement
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise BoardConfigError(f"budget file {path}: {exc}") from exc
 
 
 def load_file_budget(path: Path, model: str) -> Budget | None:
@@ -93,11 +125,7 @@ def load_file_budget(path: Path, model: str) -> Budget | None:
     path = Path(path)
     if not path.is_file():
         return None
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a BOM (Windows editors) is no statement
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise BoardConfigError(f"budget file {path}: {exc}") from exc
-    table = data.get(model)
+    table = _read_budget_file(path).get(model)
     if table is None:
         return None
     if not isinstance(table, dict):

@@ -24,6 +24,7 @@ from hil.errors import AnalysisError, FileContentError
 from hil.json_record import thaw
 from hil.manifest import Manifest
 from hil.numerics.gate import numerics_summary
+from hil.regress.history_read import connect_read_only
 from hil.regress.identity import keyed_events
 from hil.regress.timebase import TimeBase, from_history_row, time_base_of
 from hil.validate.fields import one_line
@@ -227,7 +228,7 @@ def open_existing(path: Path) -> sqlite3.Connection:
         raise AnalysisError(f"history database {path}: no such file (write one with pytest --hil-history {path})")
     check_header(read_head(path, len(SQLITE_HEADER)), path)
     with _reading(path):
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        conn = connect_read_only(path, BUSY_TIMEOUT_S)  # a read-only folder too (hil.regress.history_read)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         check_tables({table: {row[1] for row in conn.execute(f"PRAGMA table_info({table})")} for table in TABLES},

@@ -220,21 +220,35 @@ def os_children(pid: int | None = None) -> list[tuple[int, str]]:
 atexit.register(close_all)
 
 
+# The signals that end a run by unwinding it (KeyboardInterrupt), each with the handler Python starts
+# with: only those are replaced. SIGINT's default raises a KeyboardInterrupt without a word, which left
+# the manifest saying "interrupted by " (issue 32); SIGHUP (a closed terminal, an ssh session gone)
+# killed the process outright, as SIGTERM did.
+INTERRUPTING = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL,
+                signal.SIGHUP: signal.SIG_DFL}
+
+
+def interrupted_by(signum: int) -> str:
+    """How a manifest names an interrupting signal: "signal 2 (SIGINT)"."""
+    return f"signal {signum} ({signal.Signals(signum).name})"
+
+
 def _interrupt_on_sigterm(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum} ({signal.Signals(signum).name})")
+    raise KeyboardInterrupt(interrupted_by(signum))
 
 
 def stop_children_on_sigterm() -> None:
-    """Turn SIGTERM (a cancelled CI job, `kill`) into KeyboardInterrupt in the main thread.
+    """Turn SIGINT, SIGTERM and SIGHUP (Ctrl-C, a cancelled CI job, `kill`, a closed terminal) into a
+    KeyboardInterrupt naming the signal, in the main thread.
 
     Children run in their own process groups, so a SIGTERM to the harness does not reach them,
     and the default handler exits without running `finally` blocks or atexit hooks: QEMU and the
     debug servers would be orphaned and the board lock left behind. Raising KeyboardInterrupt
-    unwinds normally instead (boards close, artifacts are kept) and pytest reports the interruption.
-    A handler someone else installed is left alone.
+    unwinds normally instead (boards close, artifacts are kept, the manifest names the signal) and
+    pytest reports the interruption. A handler someone else installed is left alone.
     """
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
-        signal.SIG_DFL,
-        None,
-    ):
-        signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum, default in INTERRUPTING.items():
+        if signal.getsignal(signum) in (default, None):
+            signal.signal(signum, _interrupt_on_sigterm)

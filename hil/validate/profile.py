@@ -16,6 +16,7 @@ from typing import Any
 from hil.analysis.events import KINDS, METHOD
 from hil.analysis.profile_model import SCHEMA
 from hil.validate.fields import Fields, at
+from hil.validate.numerics import check_numerics
 
 PROFILE_SCHEMA = SCHEMA  # written once, by the model (hil.analysis.profile_model)
 BASELINE_SCHEMA = "et-hil/baseline/1"
@@ -42,8 +43,11 @@ def check_profile(data: Any, path: Path | str, *, where: str = "") -> dict[str, 
     fields.entries(profile.get("methods"), at(where, "methods"), lambda m, name: _method(fields, m, name))
     for key in ("cpu_fallback_ops", "warnings", "notes"):
         fields.items(profile.get(key), at(where, key), fields.a_text)
-    for key in ("memory", "console", "load_us"):
+    for key in ("memory", "console", "load_us", "time_base", "drift"):
         fields.mapping(profile.get(key), at(where, key))
+    for key in ("firmware", "delegated_outputs"):
+        fields.text(profile.get(key), at(where, key))
+    check_numerics(fields, profile.get("numerics"), at(where, "numerics"))
     events = fields.items(profile.get("events"), at(where, "events"), lambda e, name: check_event(fields, e, name),
                           optional=False)
     if not any(event["kind"] == METHOD for event in events):

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,20 @@ def test_a_profile_with_a_field_of_the_wrong_type_is_refused_naming_the_field(hi
     assert not (tmp_path / "baselines").exists()
 
 
+@pytest.mark.parametrize("command", ["compare", "baseline"])
+@pytest.mark.parametrize(("numerics", "shown"), [([], "a list"), ("computed", "'computed'")])
+def test_a_profile_whose_numerics_is_no_object_is_refused_by_compare_and_baseline_update(hil, runs, run, tmp_path,
+                                                                                         command, numerics, shown):
+    """compare raised AttributeError (exit 1: "regression"); baseline update stored it for every later compare."""
+    _edit_json(run / "profile.json", lambda p: p.update(numerics=numerics))
+    planted = hashes(run)
+    args = {"compare": ("compare", str(runs["cpu"]), str(run)),
+            "baseline": ("baseline", "update", str(run), "--out", str(tmp_path / "baselines"))}[command]
+    done, elapsed = hil(*args)
+    assert one_line(done) == f"hil {command}: {run / 'profile.json'}: numerics is {shown}, not an object"
+    assert elapsed < 60 and hashes(run) == planted and not (tmp_path / "baselines").exists()
+
+
 def test_a_profile_without_a_method_execute_event_is_refused(hil, run):
     _edit_json(run / "profile.json", lambda p: p.update(events=[e for e in p["events"] if e["kind"] != "method"]))
     done, elapsed = hil("compare", str(run), str(run))
@@ -102,6 +117,26 @@ def test_inspect_reads_a_manifest_without_the_neutron_clock_and_refuses_a_clock_
     done, elapsed = hil("inspect", str(folder), timeout=300)
     assert one_line(done) == f"hil inspect: {folder / 'manifest.json'}: time_scale.ticks_per_us is 'fast', not a number"
     assert elapsed < 120
+
+
+def test_inspect_refuses_a_console_log_given_as_the_pte_before_the_import(hil, runs):
+    log = runs["cpu"] / "serial.log"
+    found = log.read_bytes()[4:8]  # where a flatbuffer's file identifier sits
+    done, elapsed = hil("inspect", str(runs["cpu"]), "--pte", str(log))
+    assert one_line(done) == (f"hil inspect: {log} is not an ExecuTorch program (.pte): file identifier {found!r} "
+                              "at offset 4, not b'ET12'")
+    assert elapsed < 30  # refused before executorch's import (14.6 s before, issue 32)
+
+
+def test_inspect_refuses_a_manifest_whose_file_size_is_wrong(hil, run):
+    dump, where = run / "trace.etdump", run / "manifest.json"
+    size = dump.stat().st_size
+    _edit_json(where, lambda m: m["files"]["trace.etdump"].update(size=size - 1))  # the sha256 still the file's own
+    planted = hashes(run)
+    done, elapsed = hil("inspect", str(run), timeout=300)
+    assert one_line(done, status=3) == (f"hil inspect: {dump}: {size} bytes, but {where} says {size - 1}: the file or "
+                                        "its manifest changed after the run")
+    assert elapsed < 120 and hashes(run) == planted
 
 
 def test_inspect_with_another_programs_etrecord_prints_its_one_error_line_only(hil, runs):
@@ -156,6 +191,62 @@ def test_report_refuses_bad_json_in_a_column_naming_the_run_and_column(hil, hist
     done, elapsed = hil("report", str(history), "--out", str(tmp_path / "report.html"))
     assert one_line(done).startswith(f"hil report: history database {history}, run 2: totals is not JSON (")
     assert elapsed < 30 and hashes(history) == planted
+
+
+# A read-only folder or file in a user and mount namespace of its own (root ignores permission bits):
+# `$1` is bind-mounted onto itself, then remounted read-only, for the command that follows.
+READ_ONLY = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" || exit 97; shift; exec "$@"'
+
+
+def read_only(path: Path) -> tuple[str, ...]:
+    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "true"], capture_output=True,
+                           timeout=30, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"no mount namespace for a read-only bind mount: {probe.stderr.decode().strip()}")
+    return ("unshare", "--user", "--map-root-user", "--mount", "sh", "-c", READ_ONLY, "sh", str(path))
+
+
+@pytest.fixture
+def wal_history(runs, tmp_path) -> Path:
+    """Three runs in a history kept in WAL mode, as the plugin's own writer leaves it (no -wal once closed)."""
+    from hil.regress.history import record_run
+
+    db = tmp_path / "shared" / "history.db"
+    profile = json.loads((runs["cpu"] / "profile.json").read_text())
+    for night in range(3):
+        record_run(db, profile, {"written_at": f"2026-01-0{night + 1}T02:00:00Z"}, passed=True)
+    (db.parent / "history.db.lock").unlink()  # the writer's set-up lock: a read-only folder holds the database alone
+    assert db.read_bytes()[18:20] == b"\x02\x02"  # WAL: file format read and write versions 2 (sqlite.org/fileformat)
+    return db
+
+
+@pytest.mark.parametrize("what", ["folder", "file"])
+def test_report_reads_a_wal_history_in_a_read_only_folder_or_file(hil, wal_history, tmp_path, what):
+    planted = hashes(wal_history.parent)
+    out = tmp_path / "report.html"
+    done, elapsed = hil("report", str(wal_history), "--out", str(out),
+                        prefix=read_only(wal_history.parent if what == "folder" else wal_history))
+    assert done.returncode == 0 and elapsed < 60, done.stderr  # was: "unable to open database file", exit 2
+    assert out.read_text().count("2026-01-0") >= 3  # the three nights, read from the database
+    assert {k: v for k, v in hashes(wal_history.parent).items() if not k.endswith(("-wal", "-shm"))} == planted
+
+
+def test_report_refuses_a_write_ahead_log_it_cannot_read_in_a_read_only_folder(hil, wal_history, tmp_path):
+    copy = tmp_path / "archived"
+    copy.mkdir()
+    writer = sqlite3.connect(wal_history, isolation_level=None)
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute("UPDATE runs SET board = 'qemu' WHERE id = 3")  # a change held in history.db-wal only
+    for name in ("history.db", "history.db-wal"):
+        shutil.copy(wal_history.parent / name, copy / name)  # archived while the writer had it open
+    writer.close()
+    planted = hashes(copy)
+    done, elapsed = hil("report", str(copy / "history.db"), "--out", str(tmp_path / "report.html"),
+                        prefix=read_only(copy))
+    assert one_line(done) == (f"hil report: history database {copy / 'history.db'}: its write-ahead log "
+                              f"{copy / 'history.db-wal'} holds changes not yet in the database, and {copy} cannot be "
+                              "written, so SQLite cannot read them: copy the folder somewhere writable")
+    assert elapsed < 60 and hashes(copy) == planted and not (tmp_path / "report.html").exists()
 
 
 # --- outputs that cannot be written, copies that would destroy ----------------------------------------------

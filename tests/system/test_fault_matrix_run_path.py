@@ -263,9 +263,11 @@ def test_qemu_killed_at_the_breakpoint_fails_the_read_out_instead_of_reading_the
     assert not (tmp_path / "trace.etdump").exists() and not list(tmp_path.glob(".hil-dump-*"))
 
 
-# --- row 13: SIGTERM, and a killed read-out's leftovers ---------------------------------------------
+# --- row 13: SIGTERM, SIGINT, SIGHUP, and a killed read-out's leftovers -----------------------------
 
-def test_sigterm_ends_the_run_within_2_s_and_the_manifest_says_why(hil, variant, tmp_path):  # noqa: F811
+@pytest.mark.parametrize(("signum", "named"), [(signal.SIGTERM, "signal 15 (SIGTERM)"),
+                                               (signal.SIGINT, "signal 2 (SIGINT)"), (signal.SIGHUP, "signal 1 (SIGHUP)")])
+def test_a_signal_ends_the_run_within_2_s_and_the_manifest_names_it(hil, variant, tmp_path, signum, named):  # noqa: F811
     out = tmp_path / "run"
     run = hil.popen(*RUN, "--iterations", "1", "--elf", str(variant(fault="hang")), "--out", str(out),
                     "--timeout", "120")
@@ -275,7 +277,7 @@ def test_sigterm_ends_the_run_within_2_s_and_the_manifest_says_why(hil, variant,
             assert run.poll() is None and time.monotonic() < deadline, run.communicate()
             time.sleep(0.05)
         start = time.monotonic()
-        run.send_signal(signal.SIGTERM)
+        run.send_signal(signum)  # Ctrl-C's SIGINT used to leave the error as "interrupted by " (issue 32)
         status = run.wait(timeout=60)
         elapsed = time.monotonic() - start
     finally:
@@ -285,7 +287,8 @@ def test_sigterm_ends_the_run_within_2_s_and_the_manifest_says_why(hil, variant,
     assert status == 130 and elapsed < 2.0
     assert "hil run: interrupted" in run.stderr.read()
     kept = manifest(out)
-    assert kept["status"] == "failed" and kept["error"] == "interrupted by signal 15 (SIGTERM)"
+    assert kept["status"] == "failed" and kept["error"] == f"interrupted by {named}"
+    assert kept["error_kind"] == "interrupted"
 
 
 def test_a_killed_read_outs_partial_goes_when_the_next_command_opens_the_folder(hil, tmp_path):

@@ -138,3 +138,55 @@ def test_the_replay_image_says_it_computes_no_outputs(tmp_path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert "numerics: outputs not computed (replay image)" in done.stdout
     assert not (tmp_path / "run" / "outputs.pt").exists()
+
+
+def errors(done: subprocess.CompletedProcess) -> list[str]:
+    """stderr without the step lines (`[hil] export cifar10...`): what the user is told went wrong."""
+    assert "Traceback" not in done.stderr, done.stderr
+    return [line for line in done.stderr.splitlines() if not line.startswith("[hil]")]
+
+
+def nonfinite_inputs(path: Path) -> Path:
+    """cifar10's input with 3 NaN and 2 infinities planted by hand (5 non-finite values of 3072)."""
+    image = torch.full((1, 3, 32, 32), 0.25)
+    image[0, 0, 0, :3] = torch.nan
+    image[0, 1, 5, 7] = torch.inf
+    image[0, 2, 31, 31] = -torch.inf
+    torch.save((image,), path)
+    return path
+
+
+def test_nonfinite_inputs_are_refused_before_any_image_is_built(tmp_path) -> None:
+    path = nonfinite_inputs(tmp_path / "nan.pt")
+    done = hil_run(tmp_path / "run", "--inputs", str(path), timeout=600)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert errors(done) == [
+        f"hil run: file {path}: input 0 holds 5 non-finite value(s) of 3072 (3 NaN, 2 infinite); refused before any "
+        "image is built (--allow-nonfinite-inputs or pytest --hil-allow-nonfinite-inputs lets them through)"]
+    assert not (tmp_path / "run" / "serial.log").exists() and not (tmp_path / "run" / "firmware.elf").exists()
+
+
+@needs_runtime
+def test_allowed_nonfinite_inputs_run_and_the_numerics_say_outputs_not_finite(tmp_path) -> None:
+    path = nonfinite_inputs(tmp_path / "nan.pt")
+    done = hil_run(tmp_path / "run", "--inputs", str(path), "--allow-nonfinite-inputs")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (target,) = torch.load(tmp_path / "run" / "outputs.pt", weights_only=True)
+    nan = int(torch.isnan(target).sum())  # counted here from the target's own outputs: NaN spreads through the convs
+    assert nan == target.numel() == 10
+    line = next(line for line in done.stdout.splitlines() if line.startswith("numerics:"))
+    assert line == "numerics: outputs not finite (output 0: 10 NaN, 0 infinite)" and "top-1" not in done.stdout
+    section = json.loads((tmp_path / "run" / "profile.json").read_text())["numerics"]
+    assert section["vs_eager"]["snr_db"] is None and section["vs_eager"]["bit_exact"] is False
+    assert "top1_agreement" not in section["vs_eager"]
+
+
+@pytest.mark.parametrize("content", [bytes(range(256)) * 4, b"", b"image = [0.5] * 3072\n"])
+def test_an_unreadable_inputs_file_is_one_line(tmp_path, content) -> None:
+    path = tmp_path / "inputs.pt"
+    path.write_bytes(content)
+    done = hil_run(tmp_path / "run", "--inputs", str(path), timeout=600)
+    assert done.returncode == 2, done.stderr[-2000:]
+    (line,) = errors(done)  # torch's six lines of advice used to follow
+    assert line.startswith(f"hil run: inputs file {path} cannot be read: "), done.stderr
+    assert "weights_only" not in done.stderr

@@ -88,3 +88,14 @@ def test_a_listed_file_that_is_gone_is_named(run_folder: Path):
     code, _, err = _inspect(run_folder)
     assert code == 3 and err.splitlines() == [
         f"hil inspect: {run_folder / 'model.pte'}: listed in {run_folder / 'manifest.json'} but missing"]
+
+
+def test_a_manifest_whose_size_is_wrong_is_caught_with_the_sha256(run_folder: Path):
+    dump = run_folder / "trace.etdump"
+    files = json.loads((run_folder / "manifest.json").read_text())["files"]
+    size = len(dump.read_bytes())  # counted here; the sha256 in the manifest stays the file's own
+    _rewrite_manifest(run_folder, files={**files, "trace.etdump": {**files["trace.etdump"], "size": size + 1}})
+    code, out, err = _inspect(run_folder)
+    assert code == 3 and out == ""
+    assert err.splitlines() == [f"hil inspect: {dump}: {size} bytes, but {run_folder / 'manifest.json'} says {size + 1}: "
+                                "the file or its manifest changed after the run"]

@@ -7,13 +7,17 @@ see); the files are made in the test's own folder.
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from hil.analysis.inspect_args import add_arguments, check, precheck
-from hil.errors import AnalysisError, InputError
+from hil.errors import AnalysisError, FileContentError, InputError
 
+REPO = Path(__file__).resolve().parents[2]
 HELP = """\
 usage: hil inspect [--etrecord FILE] [--pte FILE] [--board-config FILE | --clock-mhz MHZ | --ns] [--json] [--no-verify] RUN_OR_ETDUMP
 
@@ -65,8 +69,14 @@ def files(tmp_path: Path) -> dict[str, Path]:
     run.mkdir()
     made = {"run": run, "dump": tmp_path / "trace.etdump", "record": tmp_path / "etrecord.bin",
             "pte": tmp_path / "model.pte", "board": tmp_path / "board.toml"}
-    for name in ("dump", "record", "pte", "board"):
+    for name in ("dump", "board"):
         made[name].write_bytes(b"x")
+    made["pte"].write_bytes(b"\x1c\x00\x00\x00ET12" + bytes(24))  # root offset, then the program schema's "ET12"
+    made["record"].write_bytes(b"PK\x03\x04" + bytes(26))  # a zip's local file header signature
+    made["serial"] = tmp_path / "serial.log"
+    made["serial"].write_bytes(b"hil:boot ok\r\nhil:etdump ready\r\n")
+    made["empty"] = tmp_path / "empty.bin"
+    made["empty"].write_bytes(b"")
     made["missing"] = tmp_path / "nope"
     return made
 
@@ -96,6 +106,13 @@ def test_arguments_that_can_work_pass(files: dict[str, Path]):
     (["{run}", "--clock-mhz", "-200"], InputError, "--clock-mhz must be greater than 0, not -200.0"),
     (["{run}", "--clock-mhz", "nan"], InputError, "--clock-mhz must be a finite number, not nan"),
     (["{missing}", "--clock-mhz", "inf"], InputError, "--clock-mhz must be a finite number, not inf"),  # the clock first
+    (["{run}", "--pte", "{serial}"], FileContentError,
+     "{serial} is not an ExecuTorch program (.pte): file identifier b'boot' at offset 4, not b'ET12'"),
+    (["{run}", "--pte", "{empty}"], FileContentError,
+     "{empty} is not an ExecuTorch program (.pte): only 0 bytes, not b'ET12'"),
+    (["{dump}", "--etrecord", "{serial}"], FileContentError,
+     "ETRecord {serial} is not an ETRecord (a zip file): it starts with b'hil:'"),
+    (["{dump}", "--etrecord", "{empty}"], FileContentError, "ETRecord {empty} is not an ETRecord (a zip file): an empty file"),
 ])
 def test_each_refusal_is_one_line_naming_the_argument(files: dict[str, Path], argv: list[str], error: type, line: str):
     given = [word.format(**files) for word in argv]
@@ -106,3 +123,14 @@ def test_each_refusal_is_one_line_naming_the_argument(files: dict[str, Path], ar
     with pytest.raises(error):
         _checked(*given)
 
+
+
+def test_hil_inspect_refuses_a_pte_that_is_none_before_importing_executorch(files: dict[str, Path]):
+    """`hil inspect --pte serial.log` took 14.6 s to refuse (issue 32): the refusal comes before the import."""
+    code = ("import sys\nfrom hil.cli import main\nstatus = main(['inspect', sys.argv[1], '--pte', sys.argv[2]])\n"
+            "print(status, 'executorch' in sys.modules, 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code, str(files["run"]), str(files["serial"])], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.split() == ["2", "False", "False"], done.stderr
+    assert done.stderr.splitlines() == [f"hil inspect: {files['serial']} is not an ExecuTorch program (.pte): "
+                                        "file identifier b'boot' at offset 4, not b'ET12'"]

@@ -26,10 +26,10 @@ def test_the_output_limits_of_a_mapping_land_in_their_own_fields():
 def test_an_output_limit_that_is_not_a_number_is_refused_naming_key_value_and_source():
     with pytest.raises(BoardConfigError) as refused:
         budget_from_mapping({"snr_db_min": "loud"}, "budgets/rt700.toml [cifar10]")
-    assert str(refused.value) == "budget from budgets/rt700.toml [cifar10]: snr_db_min must be a number, got 'loud'"
+    assert str(refused.value) == "budget from budgets/rt700.toml [cifar10]: snr_db_min must be a finite number, got 'loud'"
     with pytest.raises(BoardConfigError) as refused:
         budget_from_mapping({"total_us": [900]}, "@hil_budget")
-    assert str(refused.value) == "budget from @hil_budget: total_us must be a number, got [900]"
+    assert str(refused.value) == "budget from @hil_budget: total_us must be a finite number, got [900]"
 
 
 @pytest.fixture
