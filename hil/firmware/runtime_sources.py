@@ -17,24 +17,17 @@ regenerate the schema headers and recompile every runtime object that includes t
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from pathlib import Path
+
+from hil.manifest import sha256_file as file_sha256
 
 # The firmware folders a runtime image's configure and build read (qemu/runtime/CMakeLists.txt,
 # cmake/hil_app.cmake, cmake/hil_executorch.cmake).
 FIRMWARE_PARTS = ("cmake", "app", "common", "qemu")
 SOURCE_FOLDER = "src"
 FLATC_NAME = "flatc"
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def sync_firmware(firmware: Path, entry: Path) -> Path:

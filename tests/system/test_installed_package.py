@@ -258,4 +258,6 @@ def test_a_second_install_builds_no_runtime_object(venv, tmp_path):
     cache = (root / "build" / "CMakeCache.txt").read_text()
     assert f"FLATC_EXECUTABLE:UNINITIALIZED={root}/tools/flatc\n" in cache
     assert f"CMAKE_HOME_DIRECTORY:INTERNAL={root}/src/firmware/qemu/runtime\n" in cache
-    assert str(REPO) not in cache and str(flatc) not in cache
+    # The suite's cache lies inside the checkout (conftest.py): the checkout's paths other than the cache's are none.
+    assert [line for line in cache.splitlines() if str(REPO) in line.replace(str(root), "")] == []
+    assert str(flatc) not in cache
