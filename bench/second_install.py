@@ -1,11 +1,12 @@
 """A second install's first QEMU runtime image: one runtime build serves every install on a machine (issue 29).
 
-The second install is a copy of this checkout's `hil/` and `firmware/` in a folder of its own (what a
-second checkout, venv or CI job has: the same bytes at another path), run as a child process with
-PYTHONPATH at that copy. Two sides, taken in turns (A B A B ...):
+The second install is a copy of this checkout's `hil/` and data folders (`boards/`, `budgets/`,
+`firmware/`) in a folder of its own (what a second checkout, venv or CI job has: the same bytes at
+another path), run as a child process with PYTHONPATH at that copy. Two sides, taken in turns (A B A B ...):
 
 - shared: its first image of cifar10 from the machine's cache (HIL_CACHE_DIR, else the user's), whose
-  runtime folder the first install built; the image is removed before each turn so it is built, not found;
+  runtime folder the first install built; the image is removed before each turn so it is built, not found (the
+  model's kernels, compiled by the first install, stay: this side compiles the application and links);
 - alone: the same first image into an empty cache, what every install paid while the runtime key held the
   install's path (the best a second install could do then: build ExecuTorch again).
 
@@ -13,7 +14,7 @@ Each turn prints its wall time and the ExecuTorch runtime objects its build comp
 build's own log, Ninja's "[n/m] Building ... object executorch/..." lines and flatcc's "[ n%] Building"),
 with the load averages: both sides compete with whatever else the machine runs.
 Needs the pinned source workspace (RT700_SDK_DIR or `make rt700-sdk`'s default). `--repeats` pairs (1:
-the alone side is a cold runtime build, minutes of every core).
+the alone side is a cold runtime build, minutes of every core; `--shared-only` skips it).
 """
 
 from __future__ import annotations
@@ -48,9 +49,12 @@ BUILD = textwrap.dedent("""
 
 
 def second_install(where: Path) -> Path:
-    """A copy of the checkout's package and firmware at `where` (the layout `hil.paths` reads in a checkout)."""
+    """A copy of the checkout's package and data folders at `where` (the layout `hil.paths` reads in a checkout)."""
+    from hil.paths import DATA_FOLDERS
+
     shutil.copytree(REPO / "hil", where / "hil", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(REPO / "firmware", where / "firmware")
+    for name in DATA_FOLDERS:
+        shutil.copytree(REPO / name, where / name)
     return where
 
 
@@ -79,6 +83,7 @@ def _env() -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=1, help="interleaved pairs (each 'alone' turn builds ExecuTorch)")
+    parser.add_argument("--shared-only", action="store_true", help="skip the 'alone' side (no ExecuTorch build)")
     args = parser.parse_args()
     workspace = source_workspace()
     pte = export_model("cifar10", delegate="none").pte_path
@@ -91,6 +96,8 @@ def main() -> None:
             elf, wall = first_run(install, pte, workspace, None)
             print(f"  shared [{turn + 1}]: {wall:7.1f} s, {runtime_objects(elf)} runtime objects built, "
                   f"{'same' if elf == first else 'ANOTHER'} runtime folder ({load_line()})")
+            if args.shared_only:
+                continue
             alone = Path(tmp) / f"cache-{turn}"
             elf, wall = first_run(install, pte, workspace, alone)
             print(f"  alone  [{turn + 1}]: {wall:7.1f} s, {runtime_objects(elf)} runtime objects built ({load_line()})")
