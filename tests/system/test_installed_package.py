@@ -223,8 +223,10 @@ _MAKE_OBJECT = re.compile(r"^\[ *\d+%\] Building \w+ object ", re.MULTILINE)
 _SECOND_INSTALL_BUILD = textwrap.dedent("""
     import sys
     from pathlib import Path
+    from hil.firmware import runtime_image
     from hil.firmware.runtime_image import RuntimeSources, build_runtime_image
     pte, workspace, flatc = map(Path, sys.argv[1:4])
+    print(runtime_image.__file__)
     print(build_runtime_image(pte, RuntimeSources.from_workspace(workspace), flatc=flatc,
                               options={"HIL_SIM_NPU_CLOCK_MHZ": "251"}))
     """)
@@ -248,7 +250,9 @@ def test_a_second_install_builds_no_runtime_object(venv, tmp_path):
     done = subprocess.run([str(venv / "bin" / "python"), "-c", _SECOND_INSTALL_BUILD, str(pte), SDK_DIR, str(flatc)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=900, env=_clean_env())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert Path(done.stdout.strip()) == first and first.is_file()  # the same runtime folder, the same image key
+    module, elf = done.stdout.split()
+    assert module.startswith(str(venv)), module  # the wheel's hil, not the checkout's
+    assert Path(elf) == first and first.is_file()  # the same runtime folder, the same image key
     root = first.parents[2]
     log = (root / "images" / f"{first.parent.name}.build.log").read_text()
     objects = _NINJA_OBJECT.findall(log)
@@ -261,3 +265,5 @@ def test_a_second_install_builds_no_runtime_object(venv, tmp_path):
     # The suite's cache lies inside the checkout (conftest.py): the checkout's paths other than the cache's are none.
     assert [line for line in cache.splitlines() if str(REPO) in line.replace(str(root), "")] == []
     assert str(flatc) not in cache
+    # The code generators run with the install that asked last, not with the one that configured first.
+    assert f"HIL_PYTHON:FILEPATH={venv}/bin/python\n" in cache and f"PYTHON_EXECUTABLE:UNINITIALIZED={venv}/bin/python\n" in cache
