@@ -1,6 +1,7 @@
 # et-hil: two commands set up a fresh machine and do the work.
 #   make demo   profile cifar10 and ds_cnn on the QEMU board and print their tables
 #   make test   the whole test suite (unit tests + device tests on the QEMU board)
+#   make check  the unit tests and the fast system tests: a contributor's inner loop (CONTRIBUTING.md)
 # Each installs what it needs (Debian packages, a pinned .venv) and is quick once installed.
 
 SHELL := /bin/bash
@@ -26,7 +27,7 @@ TEST_ARGS ?=
 # mirror; else the public host, if it answers quickly) and says in one line when they cannot be had.
 HIL_SOURCES ?= $(or $(RT700_SDK_DIR),$(HOME)/.cache/et-hil/rt700-sdk)
 
-.PHONY: demo test setup apt venv lab-venv sources clean-cache firmware firmware-check mutation
+.PHONY: demo test check setup apt venv lab-venv sources clean-cache firmware firmware-check mutation
 
 setup: apt venv lab-venv
 
@@ -67,6 +68,12 @@ demo: setup sources
 
 test: setup sources firmware-check
 	RT700_SDK_DIR=$(HIL_SOURCES) $(PY) -m pytest --board qemu $(TEST_ARGS)
+
+# The inner loop: every unit test and the system tests that build no firmware image and boot no QEMU, picked by
+# `--durations` (CONTRIBUTING.md, "make check"). No source workspace needed; `make test` stays the whole suite.
+CHECK_SYSTEM ?= tests/system/test_plugin_manners.py
+check: setup
+	$(PY) -m pytest -q -p no:cacheprovider --board qemu --durations=10 tests/unit $(CHECK_SYSTEM) $(TEST_ARGS)
 
 # Mutation testing of the code that computes what users act on (hil/analysis/, hil/regress/compare.py,
 # budgets.py, stats.py; the list is [tool.mutmut] in pyproject.toml). Not part of `make test`: it runs

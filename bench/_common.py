@@ -30,6 +30,16 @@ def replay_image(model: str = "cifar10", iterations: int = 3, clock_mhz: float =
     return compiled, build_qemu_image(buffer.etdump, buffer.console_lines, runs=iterations)
 
 
+def source_workspace() -> Path:
+    """The pinned source workspace the QEMU runtime image is built from, or exit saying how to get one."""
+    from hil.firmware.qemu_firmware import find_workspace
+
+    workspace = find_workspace()
+    if workspace is None:
+        raise SystemExit("no source workspace: run `make rt700-sdk` (or set RT700_SDK_DIR)")
+    return workspace
+
+
 # The machine's load when the bench started: printed beside the ratio with the load at the end.
 LOAD_AT_START = os.getloadavg()
 

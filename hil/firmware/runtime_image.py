@@ -3,9 +3,11 @@
 The image is `firmware/qemu/runtime/` (the shared application of `firmware/app/` with QEMU's board
 glue), built by CMake from the pinned source workspace (`make rt700-sdk`). Two levels of caching:
 
-- one build folder per *runtime* (pinned ExecuTorch, compiler, CMake files and options): the
-  ExecuTorch libraries are compiled there once; a new model reconfigures it (seconds) and compiles
-  only the model's kernels, the registration code and the application;
+- one build folder per *runtime* (pinned ExecuTorch, compiler, flatc, CMake files and options, by
+  content, never by where they lie): the ExecuTorch libraries are compiled there once per machine,
+  whichever venv, checkout or wheel asks (hil.firmware.runtime_sources: the entry configures from
+  its own copy of the firmware sources); a new model reconfigures it (seconds) and compiles only
+  the model's kernels, the registration code and the application;
 - one finished ELF per *image* (runtime + the .pte + every firmware source): a second run of the
   same model builds nothing.
 
@@ -14,6 +16,9 @@ and rebuilds `third-party/flatcc/lib` inside its own source tree, so two builds 
 (this one and the RT700's, or two runtimes) break each other's link, and a read-only workspace
 cannot be configured at all. The build folder is locked while in use, so concurrent harnesses
 (pytest-xdist workers) take turns and then share the images.
+
+A cache that cannot be written (restored read-only) serves the images it holds: a hit opens
+nothing for writing. A miss there is a BuildError naming the folder.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pathlib import Path
 
 from hil.atomic import make_public_dir
 from hil.errors import BuildError
+from hil.firmware.runtime_sources import entry_flatc, file_sha256, sync_firmware
 from hil.firmware.toolchain import BuildCommandError, compiler_version, find_arm_gcc, run_logged
 from hil.paths import FIRMWARE_DIR, PACKAGE_DIR, cache_dir
 
@@ -42,9 +48,9 @@ CONFIGURE_TIMEOUT_S = 600.0
 BUILD_TIMEOUT_S = 1800.0
 LOCK_TIMEOUT_S = BUILD_TIMEOUT_S + CONFIGURE_TIMEOUT_S
 # Bump when the layout of the cache or the build's options change.
-_RUNTIME_VERSION = "1"
-# What shapes the runtime libraries (besides the ExecuTorch sources and the compiler).
-_RUNTIME_INPUTS = (FIRMWARE_DIR / "cmake", RUNTIME_DIR / "CMakeLists.txt")
+_RUNTIME_VERSION = "2"
+# What shapes the runtime libraries (besides the ExecuTorch sources, the compiler and flatc), under FIRMWARE_DIR.
+_RUNTIME_INPUTS = ("cmake", "qemu/runtime/CMakeLists.txt")
 # What shapes one image on top of its runtime.
 _IMAGE_INPUTS = (FIRMWARE_DIR / "app", FIRMWARE_DIR / "common", FIRMWARE_DIR / "qemu", RUNTIME_DIR,
                  PACKAGE_DIR / "firmware" / "model_array.py", PACKAGE_DIR / "firmware" / "kernel_sources.py",
@@ -86,17 +92,18 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
     options = dict(sorted((options or {}).items()))
     pte = Path(pte)
     gcc = find_arm_gcc()
-    runtime_key = _runtime_key(sources, compiler_version(gcc), flatc)
+    runtime_key = _runtime_key(sources, compiler_version(gcc), flatc, FIRMWARE_DIR)
     root = (cache or cache_dir()) / "firmware" / "qemu-runtime" / runtime_key[:24]
     image_key = _image_key(runtime_key, pte.read_bytes(), options)
     final = root / "images" / image_key[:24] / ELF_NAME
     if final.is_file():
         return final
-    root.mkdir(parents=True, exist_ok=True)
-    with _locked(root / ".lock"):
+    with _locked(root, f"the image of {pte}"):
         if final.is_file():  # another harness built it while we waited
             return final
         build = _prepare_runtime(root, sources)
+        source = sync_firmware(FIRMWARE_DIR, root)
+        flatc = entry_flatc(flatc, root)
         model = root / "models" / f"{image_key[:24]}.pte"
         model.parent.mkdir(exist_ok=True)
         shutil.copyfile(pte, model)
@@ -104,7 +111,7 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
         log.parent.mkdir(exist_ok=True)
         log.unlink(missing_ok=True)
         try:
-            run_logged(_configure_command(root, build, model, flatc, options), cwd=root, log=log,
+            run_logged(_configure_command(source, root, build, model, flatc, options), cwd=root, log=log,
                        timeout=CONFIGURE_TIMEOUT_S)
             run_logged(["cmake", "--build", str(build), "--target", "hil_qemu_runtime", "--parallel",
                         str(jobs or os.cpu_count() or 2)], cwd=root, log=log, timeout=BUILD_TIMEOUT_S)
@@ -115,15 +122,14 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
     return final
 
 
-def _runtime_key(sources: RuntimeSources, compiler: str, flatc: Path | None) -> str:
-    """sha256 over what the ExecuTorch libraries depend on, and the CMake source folder: a build folder
-    belongs to one (CMake refuses another), so a checkout and an installed wheel keep their own."""
+def _runtime_key(sources: RuntimeSources, compiler: str, flatc: Path | None, firmware: Path) -> str:
+    """sha256 over what the ExecuTorch libraries depend on, by content: the pins, the compiler's version,
+    flatc's bytes and the CMake files under `firmware`. No path: every install on a machine shares it."""
     digest = hashlib.sha256()
     for label, blob in (("version", _RUNTIME_VERSION.encode()), ("compiler", compiler.encode()),
-                        ("pins", sources.pins_record), ("flatc", str(flatc or "").encode()),
-                        ("source", str(RUNTIME_DIR.resolve()).encode())):
+                        ("pins", sources.pins_record), ("flatc", file_sha256(flatc).encode() if flatc else b"")):
         digest.update(f"{label}:{len(blob)}:".encode() + blob)
-    _hash_tree(digest, _RUNTIME_INPUTS)
+    _hash_tree(digest, tuple(firmware / part for part in _RUNTIME_INPUTS))
     return digest.hexdigest()
 
 
@@ -180,10 +186,14 @@ def _not_for_the_build(folder: str, names: list[str]) -> list[str]:
             or (os.path.islink(os.path.join(folder, name)) and not os.path.exists(os.path.join(folder, name)))]
 
 
-def _configure_command(root: Path, build: Path, model: Path, flatc: Path | None, options: dict[str, str]) -> list[str]:
-    # This interpreter imports hil and executorch: the build's code generators need both.
-    command = ["cmake", "-S", str(RUNTIME_DIR), "-B", str(build), "-G", "Ninja",
-               f"-DEXECUTORCH_ROOT={root / 'executorch'}", f"-DMODEL={model}", f"-DHIL_PYTHON={sys.executable}"]
+def _configure_command(source: Path, root: Path, build: Path, model: Path, flatc: Path | None,
+                       options: dict[str, str]) -> list[str]:
+    """Configure from the entry's copy of the sources. This interpreter and the folder holding its `hil`
+    are passed every time (the build's code generators import both): the last install to use the
+    entry may be gone, and its paths must not linger in the CMake cache."""
+    command = ["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja",
+               f"-DEXECUTORCH_ROOT={root / 'executorch'}", f"-DMODEL={model}", f"-DHIL_PYTHON={sys.executable}",
+               f"-DPYTHON_EXECUTABLE={sys.executable}", f"-DHIL_PYTHONPATH={PACKAGE_DIR.parent}"]
     if flatc is not None:
         command.append(f"-DFLATC_EXECUTABLE={flatc}")
     return command + [f"-D{name}={value}" for name, value in options.items()]
@@ -214,14 +224,22 @@ def _publish(elf: Path, final: Path) -> None:
 
 
 class _locked:
-    """An exclusive flock on `path` for the build folder, waited for up to LOCK_TIMEOUT_S."""
+    """An exclusive flock on the build folder `root`, waited for up to LOCK_TIMEOUT_S; a folder that cannot
+    be written (a read-only cache) is a BuildError naming it and what was to be built."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, root: Path, what: str) -> None:
+        self.path = root / ".lock"
+        self.what = what
         self.fd: int | None = None
 
     def __enter__(self) -> "_locked":
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise BuildError(f"the QEMU runtime cache folder {self.path.parent} cannot be written ({exc.strerror}): "
+                             f"a read-only cache serves only the images it holds, and {self.what} is not among "
+                             "them; point HIL_CACHE_DIR at a writable copy of it") from None
         deadline = time.monotonic() + LOCK_TIMEOUT_S
         while True:
             try:

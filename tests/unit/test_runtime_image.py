@@ -1,8 +1,12 @@
 """The QEMU runtime image's pieces that need no build: which kernels a program needs, which image a run
-gets, what its numbers are, and what a failed build says. Truths are written out by hand here."""
+gets, what its numbers are, and what a failed build says, what its runtime key holds and how a cache entry copies its sources. Truths are
+written out by hand here."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 import textwrap
 from fractions import Fraction
 from pathlib import Path
@@ -14,7 +18,8 @@ from hil.cli import exit_code_for
 from hil.errors import BuildError, EnvironmentFault
 from hil.firmware import kernel_sources as ks
 from hil.firmware.qemu_firmware import choose_qemu_firmware, time_base
-from hil.firmware.runtime_image import _first_error
+from hil.firmware.runtime_image import RuntimeSources, _first_error, _locked, _runtime_key
+from hil.firmware.runtime_sources import entry_flatc, file_sha256, sync_firmware
 from hil.firmware.sim_neutron_table import npu_ticks_per_pal_tick
 
 FUNCTIONS_YAML = textwrap.dedent("""\
@@ -154,3 +159,76 @@ def test_the_time_base_states_instructions_at_the_icount_shift(tmp_path, workspa
 def test_the_simulated_npu_timer_ratio_is_exact() -> None:
     assert npu_ticks_per_pal_tick(250.0, 20.0) == Fraction(25, 2)
     assert npu_ticks_per_pal_tick(324.0, 20.0) == Fraction(81, 5)
+
+
+def _firmware_copy(where: Path) -> Path:
+    """A copy of the repository's firmware folder at `where` (another install's data, byte for byte)."""
+    shutil.copytree(Path(__file__).resolve().parents[2] / "firmware", where, ignore=shutil.ignore_patterns("__pycache__"))
+    return where
+
+
+def test_the_runtime_key_is_the_content_of_its_inputs_never_their_path(tmp_path) -> None:
+    a, b = _firmware_copy(tmp_path / "venv-a" / "firmware"), _firmware_copy(tmp_path / "checkout" / "firmware")
+    (tmp_path / "fa").write_bytes(b"flatc 24.3.25\n")
+    (tmp_path / "fb").write_bytes(b"flatc 24.3.25\n")
+    sources = RuntimeSources(tmp_path / "ws-a" / "executorch", b"executorch 1.5.1 abc123\n")
+    key = _runtime_key(sources, "arm-none-eabi-gcc 13.2.1", tmp_path / "fa", a)
+    assert _runtime_key(RuntimeSources(tmp_path / "ws-b" / "executorch", sources.pins_record),
+                        "arm-none-eabi-gcc 13.2.1", tmp_path / "fb", b) == key
+    (b / "app" / "main.cpp").write_bytes(b"int main(void) { return 1; }\n")  # the image's source, not the runtime's
+    assert _runtime_key(sources, "arm-none-eabi-gcc 13.2.1", tmp_path / "fb", b) == key
+    (tmp_path / "fb").write_bytes(b"flatc 25.1.0\n")
+    assert _runtime_key(sources, "arm-none-eabi-gcc 13.2.1", tmp_path / "fb", a) != key
+    assert _runtime_key(sources, "arm-none-eabi-gcc 14.1.0", tmp_path / "fa", a) != key
+    assert _runtime_key(RuntimeSources(sources.executorch, b"executorch 1.5.1 def456\n"),
+                        "arm-none-eabi-gcc 13.2.1", tmp_path / "fa", a) != key
+    with (b / "cmake" / "hil_executorch.cmake").open("a") as cmake:
+        cmake.write("# one more line\n")
+    assert _runtime_key(sources, "arm-none-eabi-gcc 13.2.1", tmp_path / "fa", b) != key
+
+
+def test_the_entry_configures_from_its_own_copy_rewriting_only_what_changed(tmp_path) -> None:
+    firmware, entry = _firmware_copy(tmp_path / "site" / "firmware"), tmp_path / "entry"
+    source = sync_firmware(firmware, entry)
+    assert source == entry / "src" / "firmware" / "qemu" / "runtime" and (source / "CMakeLists.txt").is_file()
+    copy = entry / "src" / "firmware"
+    for part in ("cmake", "app", "common", "qemu"):
+        for file in (p for p in (firmware / part).rglob("*") if p.is_file()):
+            assert (copy / file.relative_to(firmware)).read_bytes() == file.read_bytes(), file
+    assert not (copy / "rt700").exists()  # the RT700's sources are not the runtime image's
+    old = 1_000_000_000_000_000_000
+    for name in ("app/main.cpp", "common/hil_io.c"):
+        os.utime(copy / name, ns=(old, old))
+    (firmware / "common" / "hil_io.c").write_bytes(b"/* changed */\n")
+    (firmware / "app" / "newlib_shims.c").unlink()
+    sync_firmware(tmp_path / "site" / "firmware", entry)
+    assert (copy / "app" / "main.cpp").stat().st_mtime_ns == old  # same bytes: Ninja sees nothing to rebuild
+    assert (copy / "common" / "hil_io.c").read_bytes() == b"/* changed */\n"
+    assert (copy / "common" / "hil_io.c").stat().st_mtime_ns != old
+    assert not (copy / "app" / "newlib_shims.c").exists()
+
+
+def test_the_entry_keeps_its_own_flatc_so_no_venv_path_is_recorded(tmp_path) -> None:
+    blob = b"\x7fELF a stand-in flatc\n"
+    (tmp_path / "venv-a").mkdir()
+    (tmp_path / "venv-a" / "flatc").write_bytes(blob)
+    own = entry_flatc(tmp_path / "venv-a" / "flatc", tmp_path / "entry")
+    assert own == tmp_path / "entry" / "tools" / "flatc" and own.read_bytes() == blob and os.access(own, os.X_OK)
+    assert file_sha256(own) == hashlib.sha256(blob).hexdigest()
+    shutil.rmtree(tmp_path / "venv-a")  # the first venv is deleted: the entry's copy stays
+    (tmp_path / "venv-b").mkdir()
+    (tmp_path / "venv-b" / "flatc").write_bytes(blob)
+    old = 1_000_000_000_000_000_000
+    os.utime(own, ns=(old, old))
+    assert entry_flatc(tmp_path / "venv-b" / "flatc", tmp_path / "entry") == own and own.stat().st_mtime_ns == old
+    assert entry_flatc(None, tmp_path / "entry") is None
+
+
+def test_a_cache_folder_that_cannot_be_written_is_a_build_error_naming_it(tmp_path) -> None:
+    (tmp_path / "cache").write_text("a file where the cache folder should be\n")
+    root = tmp_path / "cache" / "firmware" / "qemu-runtime" / "0123"
+    with pytest.raises(BuildError) as info:
+        with _locked(root, "the image of m.pte"):
+            pass
+    assert f"the QEMU runtime cache folder {root} cannot be written" in str(info.value)
+    assert "the image of m.pte is not among them" in str(info.value) and "HIL_CACHE_DIR" in str(info.value)
