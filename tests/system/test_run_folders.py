@@ -59,8 +59,12 @@ def test_two_models_and_a_repeat_keep_their_own_folders_and_junit_figures_under_
         run = f"{profile['model']}.{folder.name}"
         # every key figure of the run's own profile, under the run's own name
         wanted = {name.replace(f"hil.{profile['model']}.", f"hil.{run}.", 1) for name, _ in junit_properties(profile)}
-        wanted |= {f"hil.{run}.artifacts", f"hil.{run}.top1.name"}
+        wanted |= {f"hil.{run}.artifacts", f"hil.{run}.top1.name", f"hil.{run}.time_base"}
         got = {k.split("@")[0] for k in props if k.startswith(f"hil.{run}.") and k.endswith(f"@test_folders.py::{test}")}
         assert got == wanted, (folder, sorted(got ^ wanted))
+        # the image that ran says the time base: the runtime image's emulated instructions (at the board's icount
+        # shift), else the replay image's simulated Neutron ticks
+        base = "runtime-instructions/shift=" if profile["firmware"] == "runtime" else "simulated-ticks/"
+        assert props[f"hil.{run}.time_base@test_folders.py::{test}"].startswith(base)
         assert float(props[f"hil.{run}.total_us@test_folders.py::{test}"]) == pytest.approx(
             profile["totals_us"]["method_execute"], rel=1e-5)
