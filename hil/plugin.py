@@ -35,6 +35,7 @@ from hil.settings import resolve as resolve_settings
 
 if TYPE_CHECKING:  # imported when the fixture is used: it pulls in the board classes
     from hil.board_session import BoardSession
+    from hil.firmware.qemu_firmware import Requirement
 
 # The run folders a test made, read by the regression hooks (hil.plugin_regress).
 RUN_FOLDERS = pytest.StashKey[list[Path]]()
@@ -142,7 +143,8 @@ def _board_for(request: pytest.FixtureRequest, hil_board_config: BoardConfig) ->
     return hil_board_config
 
 
-def _history_requirement(config: pytest.Config, model: str, board: BoardConfig, delegate: str | None) -> Any:
+def _history_requirement(config: pytest.Config, model: str, board: BoardConfig,
+                         delegate: str | None) -> Requirement | None:
     """The runtime image, required when the board leaves the choice to `auto` and the history's series of
     this program is a runtime series (hil.regress.series_image); None otherwise. A spec that names no
     model gives None: the run itself then says what is wrong with it."""
