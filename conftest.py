@@ -13,7 +13,7 @@ os.environ.setdefault("HIL_CACHE_DIR", str(Path(__file__).resolve().parent / ".h
 def pytest_sessionfinish(session, exitstatus):
     """Every profile.json the session's runs wrote reads back and writes again byte for byte.
 
-    The files the harness wrote (laid out as hil.atomic.write_json lays them out) must come back from
+    The files the harness wrote (laid out as hil.base.atomic.write_json lays them out) must come back from
     `Profile.from_json(...).to_json()` unchanged; files a test wrote its own way are not the harness's
     and are left alone. A difference fails the session, naming the file.
     """
@@ -26,7 +26,7 @@ def pytest_sessionfinish(session, exitstatus):
         base = None
     if base is None or not Path(base).is_dir():
         return
-    from hil.analysis.profile_model import Profile
+    from hil.records.profile_model import Profile
 
     broken = []
     for path in sorted(Path(base).rglob("profile.json")):

@@ -2,7 +2,7 @@
 
 The product keeps `boards/`, `budgets/` and `firmware/` at the top of the repository (they are edited
 there, and `make firmware` builds from there). An installed et-hil needs them too, so each folder is
-mapped into the package as a data-only sub-package (`package_dir`), and hil.paths.data_dir() finds
+mapped into the package as a data-only sub-package (`package_dir`), and hil.base.paths.data_dir() finds
 them with importlib.resources. From a checkout (editable install) the same function falls back to
 the top-level folders, so there is one copy of every file and nothing is generated at build time.
 Everything else (name, version, dependencies, entry points) is in pyproject.toml.

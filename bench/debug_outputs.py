@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import interleaved, load_line  # noqa: E402
 
-from hil.config import load_board_config  # noqa: E402
+from hil.config.board_config import load_board_config  # noqa: E402
 from hil.firmware.qemu_firmware import find_workspace  # noqa: E402
-from hil.pipeline import RunRequest, run_profile  # noqa: E402
+from hil.run.pipeline import RunRequest, run_profile  # noqa: E402
 
 MODEL = "cifar10"
 

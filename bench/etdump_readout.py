@@ -14,7 +14,7 @@ from pathlib import Path
 
 from _common import interleaved, report
 
-from hil.config import load_board_config
+from hil.config.board_config import load_board_config
 from hil.firmware.qemu_image import build_qemu_image
 from hil.target.gdbmi import GdbMiSession
 from hil.target.ports import LOOPBACK

@@ -27,8 +27,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from hil.config import load_board_config  # noqa: E402
-from hil.pipeline import RunRequest, run_profile  # noqa: E402
+from hil.config.board_config import load_board_config  # noqa: E402
+from hil.run.pipeline import RunRequest, run_profile  # noqa: E402
 from hil.regress.compare import compare_runs, parse_tolerance  # noqa: E402
 
 WIDE_TARGET = "cpu_op:native_call_convolution.out#2"  # CifarNet's third convolution

@@ -61,13 +61,13 @@ def make_dump(folder: Path) -> tuple[Path, Path, int]:
 
 
 def hil_command() -> list[str]:
-    """The `hil` console script beside this interpreter, as a user runs it; `python -m hil.cli` without one.
+    """The `hil` console script beside this interpreter, as a user runs it; `python -m hil.cli.main` without one.
 
-    (`python -m hil.cli` measured about 0.5 s slower on this dump, nearly all of it extra system time;
+    (`python -m hil.cli.main` measured about 0.5 s slower on this dump, nearly all of it extra system time;
     the console script is what `pip install` gives a user.)
     """
     script = Path(sys.executable).with_name("hil")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "hil.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "hil.cli.main"]
 
 
 def fresh(cmd: list[str]) -> float:

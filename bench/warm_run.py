@@ -35,8 +35,8 @@ TIMEOUT_S = 600
 
 
 def hil_argv(out: Path, model: str) -> list[str]:
-    """`hil run` as a user runs it, from this checkout (`python -m hil.cli` with the repository first on the path)."""
-    return [sys.executable, "-m", "hil.cli", "run", "--board", "qemu", "--model", model, "--out", str(out),
+    """`hil run` as a user runs it, from this checkout (`python -m hil.cli.main` with the repository first on the path)."""
+    return [sys.executable, "-m", "hil.cli.main", "run", "--board", "qemu", "--model", model, "--out", str(out),
             "--iterations", "1", "-q"]
 
 

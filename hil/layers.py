@@ -17,26 +17,27 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 
 # Lowest first. A module belongs to the first floor with a prefix that names it or a package around it.
+# Every top-level package of hil/ sits on one floor, so the folders show the layers.
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("hil.moved", "hil.errors", "hil.log", "hil.paths", "hil.atomic", "hil.json_record", "hil.checks", "hil.defaults",
-              "hil.held_lock", "hil.quiet", "hil.progress", "hil.steps", "hil.run_names")),
-    # Readers of what the toolchain and the target write, needing nothing but the base.
-    ("formats", ("hil.pte", "hil.analysis.console", "hil.firmware.elf_reader", "hil.validate.pte",
-                 "hil.validate.files", "hil.validate.fields", "hil.numerics.tensors", "hil.numerics.metrics")),
-    ("configuration", ("hil.board_schema", "hil.board_files", "hil.config", "hil.options", "hil.inputs", "hil.capabilities")),
+    # Errors, logging, progress, atomic writes, the JSON record, paths, locks, field checks.
+    ("base", ("hil.base",)),
+    # The typed records of what a run reads and writes (.pte, console, ELF, tensors, profile, manifest), their checks.
+    ("records", ("hil.records",)),
+    # Board files, options, capabilities and the user's inputs.
+    ("configuration", ("hil.config",)),
     ("target I/O", ("hil.target", "hil.probe")),
-    ("analysis", ("hil.manifest", "hil.evidence", "hil.validate", "hil.analysis", "hil.drift.report",
-                  "hil.numerics.section", "hil.numerics.gate", "hil.numerics.budget")),
-    ("models and images", ("hil.aot", "hil.replay", "hil.firmware", "hil.drift", "hil.numerics")),
+    ("analysis", ("hil.analysis",)),
+    ("models and images", ("hil.aot", "hil.numerics", "hil.replay", "hil.drift")),
+    ("boards", ("hil.boards", "hil.lab")),
     # Which QEMU firmware a board file runs is a board's choice (hil.firmware.qemu_firmware).
-    ("boards", ("hil.boards", "hil.board_console", "hil.lab", "hil.firmware.qemu_firmware")),
+    ("firmware", ("hil.firmware",)),
     ("judging", ("hil.regress",)),
     ("publishing", ("hil.report",)),
-    ("runs", ("hil.run_folder", "hil.out_folder", "hil.run_image", "hil.pipeline", "hil.board_session", "hil.doctor")),
-    ("front ends", ("hil.cli", "hil.cli_regress", "hil.plugin", "hil.plugin_boards", "hil.plugin_output",
-                    "hil.plugin_regress", "hil.settings", "hil.analysis.inspect_cmd", "hil.firmware.sources",
-                    "hil.lab.session", "hil.layers")),
+    ("runs", ("hil.run",)),
+    ("front ends", ("hil.cli", "hil.plugin", "hil.layers")),
 )
+# The modules allowed directly in hil/ (beside the packages): the package's own __init__ and this map.
+MAX_ROOT_MODULES = 10
 
 
 def module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -146,12 +147,31 @@ def upward_arrows(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     return sorted((a, b) for a, targets in graph.items() for b in targets if floor_of(b) > floor_of(a))
 
 
+def top_level(module: str) -> str:
+    """The top-level package (or root module) of hil that holds `module`: hil.run.pipeline -> hil.run."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_ties(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Pairs of top-level packages (or root modules) that import each other, each pair once, sorted."""
+    arrows = {(top_level(a), top_level(b)) for a, targets in graph.items() for b in targets}
+    return sorted((a, b) for a, b in arrows if a < b and (b, a) in arrows)
+
+
+def root_modules(root: Path = PACKAGE) -> list[str]:
+    """The .py files directly in hil/, beside its packages."""
+    return sorted(path.name for path in root.glob("*.py"))
+
+
 def main() -> int:
     graph = import_graph()
     for index, (name, _) in enumerate(FLOORS):
         print(f"{index:2d} {name}: {', '.join(sorted(m for m in graph if floor_of(m) == index))}")
     for circle in cycles(graph):
         print("circle: " + " -> ".join(circle))
+    for a, b in package_ties(graph):
+        print(f"tie: {a} <-> {b}")
+    print(f"root modules: {', '.join(root_modules())}")
     for a, b in upward_arrows(graph):
         print(f"up: {a} ({FLOORS[floor_of(a)][0]}) -> {b} ({FLOORS[floor_of(b)][0]})")
     return 0

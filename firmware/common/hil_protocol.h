@@ -1,7 +1,7 @@
 /*
  * The et-hil firmware line protocol: the console lines every et-hil firmware prints.
  *
- * Why a shared header: the harness parses these lines (hil.analysis.console) whichever firmware
+ * Why a shared header: the harness parses these lines (hil.records.console) whichever firmware
  * printed them -- the RT700 profiling application or the QEMU replay image -- so the formats live
  * in one place. They follow NXP's MCUXpresso ExecuTorch example, so a log from NXP's own firmware
  * parses the same way. Plain C (string-literal macros), usable from C and C++ and with any

@@ -97,7 +97,7 @@ $(RT700_CHECK_DIR)/%.o: $(RT700_COMMON)/%.c | rt700-check-headers
 
 # ---- source workspace ----------------------------------------------------------------------
 # Empty: the module's own default, $HIL_CACHE_DIR/rt700-sdk or ~/.cache/et-hil/rt700-sdk
-# (hil/paths.py), so the default lives in one place. RT700_SDK_ARGS: e.g. --bench-commits.
+# (hil/base/paths.py), so the default lives in one place. RT700_SDK_ARGS: e.g. --bench-commits.
 RT700_SDK_DIR ?=
 RT700_SDK_ARGS ?=
 # The venv comes from the top Makefile's `venv` target when included from it.

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil.analysis import events as ev
+from hil.records import events as ev
 from hil.analysis.inspector_log import inspector_warnings
-from hil.errors import AnalysisError
+from hil.base.errors import AnalysisError
 
 FORWARD = "forward"
 

@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from hil.analysis import events as ev
+from hil.records import events as ev
 from hil.analysis.blocks import edge_programs, instruction_op_types
-from hil.errors import AnalysisError
+from hil.base.errors import AnalysisError
 
 # Shown in a message before "and N more".
 _NAMED = 8
@@ -34,7 +34,7 @@ def pte_mismatches(etrecord: Any, pte_path: Path) -> list[str]:
     """Every instruction where the `.pte` and the ETRecord disagree (empty when they are one program)."""
     from executorch.exir.schema import DelegateCall, KernelCall
 
-    from hil.pte import load_program
+    from hil.records.pte import load_program
 
     program, _, _ = load_program(pte_path)
     record_methods = set(edge_programs(etrecord))

@@ -14,17 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil.analysis import events as ev
+from hil.records import events as ev
 from hil.analysis.blocks import Inspected, inspect_etdump, read_etrecord
-from hil.analysis.console import ConsoleFacts
-from hil.analysis.profile_model import SCHEMA
+from hil.records.console import ConsoleFacts
+from hil.records.profile_model import SCHEMA
 from hil.analysis.pairing import check_etrecord_matches_pte, check_events
-from hil.analysis.statistics import percentile, summarize
+from hil.records.statistics import percentile, summarize
 from hil.analysis.timescale import TimeScale, board_time_scale  # noqa: F401  (re-exported: callers import it here)
 from hil.analysis.totals import iterations_of, main_method, method_events, p50, rounded, totals_from_events
-from hil.defaults import MIN_ITERATIONS
-from hil.errors import AnalysisError
-from hil.pte import pte_memory
+from hil.base.defaults import MIN_ITERATIONS
+from hil.base.errors import AnalysisError
+from hil.records.pte import pte_memory
 
 _ETDUMP_ID = b"ED00"
 

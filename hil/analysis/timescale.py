@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hil.analysis.console import ConsoleFacts
+from hil.records.console import ConsoleFacts
 
 US = "us"
 TICKS = "ticks"
@@ -67,7 +67,7 @@ class TimeScale:
     def from_dict(cls, data: dict[str, Any]) -> "TimeScale":
         """The inverse of `to_dict` (a run's manifest keeps the scale its profile was made with); without
         `neutron_ticks_per_us`, Neutron ticks count at the CPU's rate, as `None` means in the constructor.
-        `data` has been checked (hil.validate.profile.check_time_scale)."""
+        `data` has been checked (hil.records.validate.profile.check_time_scale)."""
         neutron = data.get("neutron_ticks_per_us")
         return cls(float(data["ticks_per_us"]), None if neutron is None else float(neutron),
                    bool(data.get("follows_clock")), str(data.get("unit") or US))

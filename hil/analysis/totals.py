@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hil.analysis import events as ev
-from hil.analysis.statistics import percentile
+from hil.records import events as ev
+from hil.records.statistics import percentile
 
 # Times in a profile are rounded to the nanosecond: 3 decimals of a microsecond.
 DECIMALS = 3

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hil.analysis.profile_model import Profile, as_profile
+from hil.records.profile_model import Profile, as_profile
 from hil.analysis.totals import iterations_of, main_method, method_events, totals_from_events
-from hil.errors import AnalysisError
+from hil.base.errors import AnalysisError
 
 
 def with_statistics(profile: Profile | Mapping[str, Any]) -> Profile:

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from hil.atomic import make_public_dir
-from hil.manifest import package_version
+from hil.base.atomic import make_public_dir
+from hil.records.manifest import package_version
 
 
 class ContentKey:

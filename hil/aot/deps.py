@@ -26,7 +26,7 @@ import sysconfig
 from functools import lru_cache
 from pathlib import Path
 
-from hil.errors import ModelSpecError
+from hil.base.errors import ModelSpecError
 
 DATA_FILES_NAME = "HIL_DATA_FILES"
 

@@ -28,14 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hil import paths
+from hil.base import paths
 from hil.aot import entries, follow
 from hil.aot.cache import ContentKey, package_versions, publish_dir, staging_dir
 from hil.aot.entries import ETRECORD_NAME, INPUTS_NAME, META_NAME, PTE_NAME
 from hil.aot.models import ModelSource, ResolvedSpec, load_model, resolve_spec
 from hil.aot.reads import Reads, write_reads
-from hil.atomic import write_bytes, write_json
-from hil.errors import ModelError
+from hil.base.atomic import write_bytes, write_json
+from hil.base.errors import ModelError
 
 if TYPE_CHECKING:
     import torch

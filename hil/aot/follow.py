@@ -42,7 +42,7 @@ from typing import Any
 
 from hil.aot import reads as r
 from hil.aot.deps import is_installed
-from hil.paths import PACKAGE_DIR
+from hil.base.paths import PACKAGE_DIR
 
 # Audit events whose input cannot be checked again later: an export that raises one is not cached.
 UNFOLLOWABLE = {

@@ -28,11 +28,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hil import atomic
+from hil.base import atomic
 from hil.aot import export
 from hil.aot.models import resolve_spec
-from hil.defaults import DEFAULT_EXPORT_TIMEOUT_S
-from hil.errors import HilError, ModelError, TimeoutExpired
+from hil.base.defaults import DEFAULT_EXPORT_TIMEOUT_S
+from hil.base.errors import HilError, ModelError, TimeoutExpired
 from hil.target.process import ManagedProcess
 from hil.target.spawner import START_TIMEOUT_S
 
@@ -126,7 +126,7 @@ def _tail(log: Path) -> str:
 
 def child_main(job_text: str) -> None:
     """The child: export, then write how it ended to the result file, whatever the model did."""
-    from hil.quiet import quiet_third_party
+    from hil.base.quiet import quiet_third_party
 
     quiet_third_party()
     job = json.loads(job_text)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from hil.aot.deps import declared_data_files, local_imports
-from hil.errors import ModelError, ModelSpecError
+from hil.base.errors import ModelError, ModelSpecError
 
 if TYPE_CHECKING:
     import torch

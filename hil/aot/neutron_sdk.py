@@ -19,7 +19,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from hil.errors import ModelError
+from hil.base.errors import ModelError
 
 SDK_MODULE = "eiq_neutron_sdk"
 SDK_PIN = "eiq-neutron-sdk==3.2.0"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil.errors import ModelError
+from hil.base.errors import ModelError
 
 READS_NAME = "reads.json"
 READS_SCHEMA = "et-hil/model-reads/1"
@@ -107,7 +107,7 @@ class Reads:
 
 
 def write_reads(folder: Path, reads: Reads) -> None:
-    from hil.atomic import write_json
+    from hil.base.atomic import write_json
 
     write_json(folder / READS_NAME, reads.to_json())
 

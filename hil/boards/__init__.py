@@ -5,16 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from hil.boards.base import Board
-from hil.config import BoardConfig
-from hil.errors import BoardConfigError
-from hil.progress import Progress
+from hil.config.board_config import BoardConfig
+from hil.base.errors import BoardConfigError
+from hil.base.progress import Progress
 
 KINDS = ("qemu", "rt700")
 
 
 def open_board(cfg: BoardConfig, workdir: Path, progress: Progress | None = None) -> Board:
     """The board class for `cfg.kind`, constructed on `workdir` (where its logs go); `progress` hears
-    of each of the board's own steps as it starts (hil.progress.Within; default: silent).
+    of each of the board's own steps as it starts (hil.base.progress.Within; default: silent).
 
     Imports are lazy: the QEMU flow must not need pyOCD, and the RT700 flow not QEMU.
     """

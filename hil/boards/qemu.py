@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hil.boards.base import RunCapture, RunPlan
-from hil.config import BoardConfig
+from hil.config.board_config import BoardConfig
 from hil.drift.readout import DEBUG_FILE, read_out_debug_buffer
-from hil.errors import BoardConfigError, TargetError, TargetFault, TimeoutExpired
-from hil.progress import Progress
+from hil.base.errors import BoardConfigError, TargetError, TargetFault, TimeoutExpired
+from hil.base.progress import Progress
 from hil.target.capture import RunContext, raise_if_fault, read_out_etdump
 from hil.target.forensics import FaultWatch
 from hil.target.gdbmi import GdbMiSession
@@ -29,7 +29,7 @@ from hil.target.qemu_fate import blame_qemu_first, uart_held_by_other, uart_peer
 from hil.target.run_config import run_planned
 from hil.target.serial_reader import SerialReader
 from hil.target.tensor_io import read_outputs
-from hil.steps import StepTimer
+from hil.base.steps import StepTimer
 
 END_LINE = "Program complete, exiting."
 # Where the replay image ends (firmware/qemu/semihost.c): QEMU exits inside it.
@@ -174,7 +174,7 @@ class QemuBoard:
 
     @property
     def steps_s(self) -> dict[str, float]:
-        """How long each of the board's own steps took (hil.steps), kept even for a step that failed."""
+        """How long each of the board's own steps took (hil.base.steps), kept even for a step that failed."""
         return self.timer.seconds
 
     @contextlib.contextmanager

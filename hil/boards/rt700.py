@@ -17,11 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hil.boards.base import RunCapture, RunPlan
-from hil.config import BoardConfig
+from hil.config.board_config import BoardConfig
 from hil.drift.readout import DEBUG_FILE, read_out_debug_buffer
-from hil.errors import BoardConfigError, HilError, TargetError
-from hil.options import OVERRIDES
-from hil.progress import Progress
+from hil.base.errors import BoardConfigError, HilError, TargetError
+from hil.config.options import OVERRIDES
+from hil.base.progress import Progress
 from hil.probe.gdbserver import PyocdGdbServer, end_stale_gdbservers
 from hil.probe.lock import ProbeLock
 from hil.probe.pyocd_flash import FlashReport, ProbeSettings, flash_image, is_remote, resolve_probe_id
@@ -31,12 +31,12 @@ from hil.target.gdbmi import GdbMiSession
 from hil.target.run_config import run_planned
 from hil.target.serial_reader import SerialReader
 from hil.target.tensor_io import read_outputs
-from hil.steps import StepTimer
+from hil.base.steps import StepTimer
 
 LOG = logging.getLogger(__name__)
 
 # Override name (`--hil-NAME` in pytest, `--NAME` in the CLI) -> the board-file key it overrides. The table itself lives
-# once in hil/options.py (shared by the CLI and the pytest plugin); this is its RT700 view, e.g.
+# once in hil/config/options.py (shared by the CLI and the pytest plugin); this is its RT700 view, e.g.
 # probe -> pyocd.probe_id, port -> serial.url, target, pack, gdb, breakpoint, result_expr, elf (not the QEMU-only
 # firmware -> qemu.firmware).
 RT700_OVERRIDES: dict[str, str] = {opt.name.replace("-", "_"): opt.key for opt in OVERRIDES
@@ -82,7 +82,7 @@ class Rt700Board:
 
     @property
     def steps_s(self) -> dict[str, float]:
-        """How long each of the board's own steps took (hil.steps), kept even for a step that failed."""
+        """How long each of the board's own steps took (hil.base.steps), kept even for a step that failed."""
         return self.timer.seconds
 
     def _take_probe(self) -> None:

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hil.errors import InputError
-from hil.inputs import mib, whole_number
+from hil.base.errors import InputError
+from hil.base.checks import whole_number
+from hil.config.inputs import mib
 
 if TYPE_CHECKING:
-    from hil.config import BoardConfig
+    from hil.config.board_config import BoardConfig
 
 # BufferDataSink's default alignment of each tensor it stores.
 SINK_ALIGNMENT = 64
@@ -59,7 +60,7 @@ def debug_need(pte: Path | bytes, method: str = "forward") -> DebugNeed:
     """The debug-buffer tensors of one run of `method` of the program `pte`."""
     from executorch.exir.schema import DelegateCall, KernelCall
 
-    from hil.pte import method_plan
+    from hil.records.pte import method_plan
 
     plan = method_plan(pte, method)
     sizes: list[int] = []

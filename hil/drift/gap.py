@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hil.errors import AnalysisError
+from hil.base.errors import AnalysisError
 
 if TYPE_CHECKING:
     import torch
@@ -88,7 +88,7 @@ def numeric_gap(etdump: Path, etrecord: Path, debug_buffer: Path, *, threshold_d
 def _uncomputed(etdump: Path, etrecord: Path, debug_buffer: Path, threshold_db: float) -> dict[str, Any]:
     """The section of a simulated-NPU program: its operator events in order, none compared."""
     from hil.analysis.blocks import inspect_etdump, read_etrecord
-    from hil.analysis.events import short_op
+    from hil.records.events import short_op
 
     _require(etdump, etrecord, debug_buffer)
     inspected = inspect_etdump(Path(etdump).read_bytes(), Path(etdump), Path(etrecord), read_etrecord(Path(etrecord)))

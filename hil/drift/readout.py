@@ -12,8 +12,8 @@ import re
 import zlib
 from pathlib import Path
 
-from hil.config import MemoryRegion
-from hil.errors import TargetError
+from hil.config.board_config import MemoryRegion
+from hil.base.errors import TargetError
 from hil.target.capture import CONSOLE_LAG_S, RunContext
 from hil.target.gdbmi import GdbMiSession
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hil.analysis.profile_model import Profile
+from hil.records.profile_model import Profile
 
 # Operators listed in the table (all of them are in profile.json).
 SHOWN = 12

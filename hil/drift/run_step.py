@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 from hil.drift.debug_size import debug_buffer_room, debug_need
 from hil.drift.gap import numeric_gap, with_representative_inputs
 from hil.drift.readout import DEBUG_FILE
-from hil.errors import AnalysisError, InputError
+from hil.base.errors import AnalysisError, InputError
 
 if TYPE_CHECKING:
     import torch
 
     from hil.aot.export import CompiledModel
-    from hil.config import BoardConfig
-    from hil.manifest import Manifest
+    from hil.config.board_config import BoardConfig
+    from hil.records.manifest import Manifest
 
 IMAGE_OPTION = "HIL_DEBUG_BUFFER_SIZE"
 INPUTS_NOTE = "the firmware's inputs: every input byte 0x00 (HIL_INPUT_FILL_BYTE)"

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from hil.errors import BoardConfigError
-from hil.firmware.elf_reader import ElfImage, ElfReadError, read_elf
+from hil.base.errors import BoardConfigError
+from hil.records.elf_reader import ElfImage, ElfReadError, read_elf
 
 SECTION = ".modeldata"
 SYMBOL = "model_pte"  # hil.firmware.model_array's array

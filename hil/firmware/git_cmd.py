@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from hil.errors import BuildError
+from hil.base.errors import BuildError
 
 GIT_TIMEOUT_S = 300.0  # local git work: init, config, the checkout of a large tree
 

@@ -25,12 +25,12 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from hil.config import load_board_config
-from hil.errors import HilError
-from hil.firmware.elf_reader import ElfImage, ElfReadError, read_elf
+from hil.config.board_config import load_board_config
+from hil.base.errors import HilError
+from hil.records.elf_reader import ElfImage, ElfReadError, read_elf
 from hil.firmware.image_spec import ImageSpec, Region, span
 from hil.firmware.sdk_printf import format_problems
-from hil.validate.pte import check_pte_bytes
+from hil.records.validate.pte import check_pte_bytes
 
 RUN_CONFIG_SYMBOL = "hil_run_config"
 CONFIG_BREAKPOINT_SYMBOL = "hil_config_ready"

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from hil.config import BoardConfig
-from hil.errors import BoardConfigError
+from hil.config.board_config import BoardConfig
+from hil.base.errors import BoardConfigError
 
 
 def span(start: int, end: int) -> str:

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from hil.errors import BuildError
+from hil.base.errors import BuildError
 
 FUNCTIONS_YAML = Path("kernels/portable/functions.yaml")
 KERNEL_DIR = Path("kernels/portable/cpu")
@@ -38,7 +38,7 @@ class KernelSource:
 
 def program_operators(pte: Path) -> list[str]:
     """Every operator the program's methods call, as `name.overload` (`aten::add.out`), sorted."""
-    from hil.pte import load_program
+    from hil.records.pte import load_program
 
     program, _, _ = load_program(pte)
     names = {f"{op.name}.{op.overload}" if op.overload else op.name

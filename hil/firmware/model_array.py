@@ -17,8 +17,8 @@ import re
 import sys
 from pathlib import Path
 
-from hil.atomic import write_text
-from hil.errors import BuildError
+from hil.base.atomic import write_text
+from hil.base.errors import BuildError
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SECTION = re.compile(r"[A-Za-z0-9_.$]+\Z")

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from hil.errors import BuildError
-from hil.paths import FIRMWARE_DIR, REPO_ROOT
+from hil.base.errors import BuildError
+from hil.base.paths import FIRMWARE_DIR, REPO_ROOT
 
 DEFAULT_PINS = FIRMWARE_DIR / "rt700" / "pins.toml"
 

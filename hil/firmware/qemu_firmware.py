@@ -1,8 +1,8 @@
 """Which image the QEMU board runs: the real firmware (runtime) or a host-made ETDump (replay).
 
 The choice, `runtime`, `replay` or `auto`: the board file's `[qemu].firmware`, unless a run names it
-(`hil run --firmware`, `pytest --hil-firmware`, `HIL_FIRMWARE`, ini `hil_firmware`: hil.options and
-hil.settings write it over the board file's, and the board remembers where it came from):
+(`hil run --firmware`, `pytest --hil-firmware`, `HIL_FIRMWARE`, ini `hil_firmware`: hil.config.options and
+hil.plugin.settings write it over the board file's, and the board remembers where it came from):
 
 - "runtime": the shared application with ExecuTorch's runtime, built for the emulated Cortex-M33
   from the pinned source workspace (`make rt700-sdk`): the program really runs, and its times are
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from hil.board_schema import FIRMWARE_CHOICES
-from hil.config import BoardConfig
-from hil.errors import EnvironmentFault, InputError
+from hil.config.board_schema import FIRMWARE_CHOICES
+from hil.config.board_config import BoardConfig
+from hil.base.errors import EnvironmentFault, InputError
 
 FirmwareKind = Literal["runtime", "replay"]
 SETTING = "qemu.firmware"

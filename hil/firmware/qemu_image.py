@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from hil.atomic import make_public_dir
-from hil.errors import BuildError
+from hil.base.atomic import make_public_dir
+from hil.base.errors import BuildError
 from hil.firmware.toolchain import BuildCommandError, compiler_version, find_arm_gcc, run_logged
-from hil.paths import FIRMWARE_DIR, cache_dir
+from hil.base.paths import FIRMWARE_DIR, cache_dir
 
 FIRMWARE_SOURCE_DIR = FIRMWARE_DIR / "qemu"
 # The ETDump handshake (result global + breakpoint function) is shared with the RT700 firmware.

@@ -34,11 +34,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hil.atomic import make_public_dir
-from hil.errors import BuildError
+from hil.base.atomic import make_public_dir
+from hil.base.errors import BuildError
 from hil.firmware.runtime_sources import entry_flatc, file_sha256, sync_firmware
 from hil.firmware.toolchain import BuildCommandError, compiler_version, find_arm_gcc, run_logged
-from hil.paths import FIRMWARE_DIR, PACKAGE_DIR, cache_dir
+from hil.base.paths import FIRMWARE_DIR, PACKAGE_DIR, cache_dir
 
 RUNTIME_DIR = FIRMWARE_DIR / "qemu" / "runtime"
 ELF_NAME = "hil_qemu_runtime.elf"
@@ -54,7 +54,7 @@ _RUNTIME_INPUTS = ("cmake", "qemu/runtime/CMakeLists.txt")
 # What shapes one image on top of its runtime.
 _IMAGE_INPUTS = (FIRMWARE_DIR / "app", FIRMWARE_DIR / "common", FIRMWARE_DIR / "qemu", RUNTIME_DIR,
                  PACKAGE_DIR / "firmware" / "model_array.py", PACKAGE_DIR / "firmware" / "kernel_sources.py",
-                 PACKAGE_DIR / "firmware" / "sim_neutron_table.py", PACKAGE_DIR / "buffers")
+                 PACKAGE_DIR / "firmware" / "sim_neutron_table.py", PACKAGE_DIR / "replay")
 _SOURCE_SUFFIXES = {".c", ".cpp", ".h", ".ld", ".S", ".cmake", ".txt", ".py"}
 _COMPILER_ERROR = re.compile(r"^(?P<where>[^\s:]+:\d+(?::\d+)?): (?:fatal )?error: .*$", re.MULTILINE)
 _CMAKE_ERROR = re.compile(r"^CMake Error at (?P<where>\S+:\d+).*$(?:\n\s*\n)?(?:\n?^ +\S.*$)?", re.MULTILINE)

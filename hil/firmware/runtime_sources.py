@@ -21,7 +21,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from hil.manifest import sha256_file as file_sha256
+from hil.records.manifest import sha256_file as file_sha256
 
 # The firmware folders a runtime image's configure and build read (qemu/runtime/CMakeLists.txt,
 # cmake/hil_app.cmake, cmake/hil_executorch.cmake).

@@ -27,7 +27,7 @@ from typing import Any
 from hil.replay import cost_model as cm
 from hil.replay.neutron_etdump import SIMULATION_FORMAT, delegate_layout, load_plan, program_steps
 from hil.replay.neutron_records import events_from_records, pack_records
-from hil.errors import HilError
+from hil.base.errors import HilError
 
 TABLE_FORMAT = "et-hil/neutron-sim-target/1"
 

@@ -1,7 +1,7 @@
 """`hil firmware-sources --out DIR`: the RT700 firmware's sources, copied out of the installed package.
 
 A user who installed et-hil from a wheel has no checkout to run `make firmware` in; the sources
-travel as package data (hil.paths.data_dir("firmware")). Copying `rt700/` and `common/` side by side
+travel as package data (hil.base.paths.data_dir("firmware")). Copying `rt700/` and `common/` side by side
 keeps the relative layout the build expects (rt700.mk and CMakeLists.txt reach `../common`), so
 `make -f DIR/rt700/rt700.mk firmware BOARD=rt700 MODEL=model.pte` builds from the copy.
 """
@@ -12,9 +12,9 @@ import argparse
 import shutil
 from pathlib import Path
 
-from hil.errors import HilError, InputError
-from hil.inputs import writable_folder
-from hil.paths import FIRMWARE_DIR
+from hil.base.errors import HilError, InputError
+from hil.config.inputs import writable_folder
+from hil.base.paths import FIRMWARE_DIR
 
 PARTS = ("rt700", "common")
 _SKIP = shutil.ignore_patterns("build", "__pycache__", "*.o", "*.d")

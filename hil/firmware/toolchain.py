@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from hil.errors import BuildError, TimeoutExpired
+from hil.base.errors import BuildError, TimeoutExpired
 from hil.target.spawner import START_TIMEOUT_S, spawn
 
 ARM_GCC = "arm-none-eabi-gcc"

@@ -33,11 +33,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hil.atomic import write_text
-from hil.errors import BuildError
+from hil.base.atomic import write_text
+from hil.base.errors import BuildError
 from hil.firmware.git_cmd import GitTimeout, WorkspaceError, git, why as _why
 from hil.firmware.pins import DEFAULT_PINS, Pin, Pins, PinsError, load_pins, shown
-from hil.paths import cache_dir
+from hil.base.paths import cache_dir
 
 DEFAULT_BASE = "https://github.com"
 FETCH_TIMEOUT_S = 1800.0  # talking to a server: a cold ExecuTorch fetch over a slow link
@@ -73,7 +73,7 @@ def workspace_paths(dest: Path | None = None) -> dict[str, str]:
 
 
 def default_dest() -> Path:
-    """Where the workspace goes without --dest: beside the harness's other caches (hil/paths.py)."""
+    """Where the workspace goes without --dest: beside the harness's other caches (hil/base/paths.py)."""
     return cache_dir() / "rt700-sdk"
 
 

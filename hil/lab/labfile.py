@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil import log
-from hil.errors import BoardConfigError, TimeoutExpired
+from hil.base import log
+from hil.base.errors import BoardConfigError, TimeoutExpired
 from hil.probe.lock import ProbeLock
 
 POLL_S = 0.5

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil.errors import BoardConfigError, HilError, TimeoutExpired
-from hil.paths import REPO_ROOT
+from hil.base.errors import BoardConfigError, HilError, TimeoutExpired
+from hil.base.paths import REPO_ROOT
 
 LAB_VENV_BIN = REPO_ROOT / ".venv-lab" / "bin"
 # Seconds one labgrid-client call may take (the coordinator answers in milliseconds on a healthy lab).

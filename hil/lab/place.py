@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil import log
-from hil.errors import TimeoutExpired
+from hil.base import log
+from hil.base.errors import TimeoutExpired
 from hil.lab.labgrid_cli import LabError, LabgridClient, PlaceState, holder_pid
 
 LOG = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hil import log
-from hil.config import BoardConfig
+from hil.base import log
+from hil.config.board_config import BoardConfig
 
 DEFAULT_COORDINATOR = "127.0.0.1:20408"  # labgrid's own default
 DEFAULT_PLACE_TIMEOUT_S = 600.0

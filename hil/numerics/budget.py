@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hil.numerics.section import COMPUTED
+from hil.records.numerics_section import COMPUTED
 
 
 def numerics_violations(section: dict[str, Any] | None, snr_db_min: float | None,

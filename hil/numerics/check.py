@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hil.numerics import metrics
-from hil.numerics.section import COMPUTED, NOT_COMPUTED
-from hil.numerics.tensors import (InputTensor, check_inputs, load_inputs_file, non_finite, program_io,
+from hil.records.numerics_section import COMPUTED, NOT_COMPUTED
+from hil.records.tensors import (InputTensor, check_inputs, load_inputs_file, non_finite, program_io,
                                   tensor_from_bytes)
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def skip_reason(*, enabled: bool, firmware: str, delegate: str, elf: Path | None
 
 def has_tensor_io(elf: Path) -> bool:
     """Whether the image defines `hil_io` (firmware/common/hil_io.c), read from its symbol table."""
-    from hil.firmware.elf_reader import read_elf
+    from hil.records.elf_reader import read_elf
     from hil.target.tensor_io import IO_SYMBOL
 
     return bool(read_elf(elf).symbols_named(IO_SYMBOL))
@@ -143,7 +143,7 @@ def write_outputs(path: Path, outputs: "tuple[OutputTensor, ...]") -> Path:
 
     import torch
 
-    from hil import atomic
+    from hil.base import atomic
 
     buffer = io.BytesIO()
     torch.save(tuple(tensor_from_bytes(o.data, o.spec) for o in outputs if o.spec is not None), buffer)

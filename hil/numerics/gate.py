@@ -14,8 +14,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hil.analysis.profile_model import Profile, as_profile
-from hil.numerics.section import COMPUTED
+from hil.records.profile_model import Profile, as_profile
+from hil.records.numerics_section import COMPUTED
 
 # The SNR drop (dB) that is a regression, once the new SNR is below float rounding's level: a wrong
 # layer or a broken kernel costs tens of dB, a rebuild of the same program none.

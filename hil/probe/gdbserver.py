@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from hil.errors import TargetError, TimeoutExpired
+from hil.base.errors import TargetError, TimeoutExpired
 from hil.target.ports import free_tcp_port
 from hil.target.process import ManagedProcess, live_children
 

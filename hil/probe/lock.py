@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hil.errors import BoardConfigError, TimeoutExpired
-from hil.held_lock import HeldLock
+from hil.base.errors import BoardConfigError, TimeoutExpired
+from hil.base.held_lock import HeldLock
 
 LOG = logging.getLogger(__name__)
 

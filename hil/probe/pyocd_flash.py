@@ -21,8 +21,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable, TypeVar
 
-from hil.config import BoardConfig
-from hil.errors import BoardConfigError, HilError, TargetError, TimeoutExpired
+from hil.config.board_config import BoardConfig
+from hil.base.errors import BoardConfigError, HilError, TargetError, TimeoutExpired
 
 LOG = logging.getLogger(__name__)
 

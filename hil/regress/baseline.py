@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hil import atomic
-from hil.analysis.profile_model import as_profile
+from hil.base import atomic
+from hil.records.profile_model import as_profile
 from hil.analysis.warmup import with_statistics
-from hil.errors import HilError
-from hil.inputs import writable_folder
-from hil.json_record import thaw
+from hil.base.errors import HilError
+from hil.config.inputs import writable_folder
+from hil.base.json_record import thaw
 from hil.regress.runs import BASELINE_SCHEMA, LoadedRun, load_run
 from hil.regress.timebase import TimeBase, time_base_of
 

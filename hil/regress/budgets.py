@@ -28,8 +28,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from hil.errors import BoardConfigError
-from hil.analysis.profile_model import Event, Profile, as_profile
+from hil.base.errors import BoardConfigError
+from hil.records.profile_model import Event, Profile, as_profile
 from hil.regress.identity import display_name, op_types_text
 
 BUDGET_KEYS = ("total_us", "npu_fraction_min", "ops", "memory_bytes", "memory", "snr_db_min", "max_abs_error")

@@ -52,7 +52,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hil.analysis.profile_model import Profile, as_profile
+from hil.records.profile_model import Profile, as_profile
 from hil.regress.exact_rank import p_text
 from hil.regress.identity import UNJUDGED_KINDS, keyed_events, op_types_text, readable_names
 from hil.regress.power import baseline_runs_needed, best_p_value, rank_test_can_decide

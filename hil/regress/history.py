@@ -18,18 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil.analysis.profile_model import Profile, as_profile, history_profile
-from hil.analysis.statistics import summarize
-from hil.errors import AnalysisError, FileContentError
-from hil.json_record import thaw
-from hil.manifest import Manifest
+from hil.records.profile_model import Profile, as_profile, history_profile
+from hil.records.statistics import summarize
+from hil.base.errors import AnalysisError, FileContentError
+from hil.base.json_record import thaw
+from hil.records.manifest import Manifest
 from hil.numerics.gate import numerics_summary
 from hil.regress.history_read import connect_read_only
 from hil.regress.identity import keyed_events
 from hil.regress.timebase import TimeBase, from_history_row, time_base_of
-from hil.validate.fields import one_line
-from hil.validate.files import read_head
-from hil.validate.history import SQLITE_HEADER, TABLES, check_event_row, check_header, check_run_row, check_tables
+from hil.records.validate.fields import one_line
+from hil.records.validate.files import read_head
+from hil.records.validate.history import SQLITE_HEADER, TABLES, check_event_row, check_header, check_run_row, check_tables
 
 BUSY_TIMEOUT_S = 60.0
 
@@ -133,7 +133,7 @@ def _sdk_version(versions: dict[str, Any]) -> str | None:
 
 
 def project_commit(manifest: Manifest) -> tuple[str | None, bool | None]:
-    """The commit of the project that ran et-hil, as its manifest recorded it (hil.manifest.project_commit),
+    """The commit of the project that ran et-hil, as its manifest recorded it (hil.records.manifest.project_commit),
     and whether its tree had uncommitted changes; (None, None) when the run knew none."""
     found = manifest.extra.get("project_commit")
     if not isinstance(found, Mapping) or not found.get("commit"):
@@ -221,7 +221,7 @@ def open_existing(path: Path) -> sqlite3.Connection:
     """Open a history database that must already exist, read-only (readers: reports, queries, the gate).
 
     Read-only, so a reader never writes: an empty or foreign file given to `hil report` is refused
-    (hil.validate.history), never turned into a new database. WAL databases read as usual.
+    (hil.records.validate.history), never turned into a new database. WAL databases read as usual.
     """
     path = Path(path)
     if not path.is_file():

@@ -14,7 +14,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from hil.errors import FileContentError
+from hil.base.errors import FileContentError
 
 # What sqlite3 says when it cannot create the -shm (or -wal) of a read-only open.
 CANNOT_OPEN = "unable to open database file"

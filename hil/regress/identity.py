@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from hil.analysis.events import short_op
-from hil.analysis.profile_model import Event, Profile, as_event, as_profile
+from hil.records.events import short_op
+from hil.records.profile_model import Event, Profile, as_event, as_profile
 
 # The Neutron profiling dump is instrumentation cost, not model work: shown, never judged.
 UNJUDGED_KINDS = frozenset({"profiling_dump"})

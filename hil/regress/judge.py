@@ -1,7 +1,7 @@
 """Judging one finished run: budgets, baseline, history, in one place.
 
 The pytest hooks collect run folders and options, publish what a run shows (trace.json, key figures:
-hil.plugin_regress, through hil.report) and call `judge_run`; judging never publishes, so it
+hil.plugin.regress_hooks, through hil.report) and call `judge_run`; judging never publishes, so it
 can be tested without a pytest session and without the report side.
 """
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil.analysis.profile_model import Profile
-from hil.errors import HilError
+from hil.records.profile_model import Profile
+from hil.base.errors import HilError
 from hil.regress import history
 from hil.regress.baseline import baseline_time_base, find_baseline, write_baseline
 from hil.regress.budgets import Budget, check_budget, format_violations, load_file_budget, merge_budgets
@@ -21,7 +21,7 @@ from hil.regress.compare import (DEFAULT_ALPHA, DEFAULT_MIN_SHARE, DEFAULT_NOISE
                                  MIN_BASELINE_RUNS, Comparison, compare_runs, comparison_to_dict, format_comparison)
 from hil.regress.gate import (CANNOT_JUDGE, NO_BASELINE, OTHER_TIME_BASE, TOO_FEW_RUNS, UNKNOWN_TIME_BASE, Decision,
                               decide, not_judged)
-from hil.manifest import Manifest
+from hil.records.manifest import Manifest
 from hil.regress.runs import LoadedRun, load_run, read_manifest
 from hil.regress.stats import drop_warmup
 from hil.regress.timebase import TimeBase, time_base_of

@@ -20,7 +20,7 @@ import pytest
 # Attribute of a TestReport holding [name, value] pairs of key figures.
 REPORT_ATTR = "hil_junit_properties"
 TESTCASE_FAMILIES = ("legacy", "xunit1")
-# The user property a test records its own run folder under (read by hil.plugin_regress).
+# The user property a test records its own run folder under (read by hil.plugin.regress_hooks).
 ARTIFACTS_PROPERTY = "hil_artifacts"
 
 

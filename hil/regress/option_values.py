@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hil.errors import InputError
+from hil.base.errors import InputError
 
 
 @dataclass(frozen=True)

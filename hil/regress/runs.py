@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil.analysis.profile_model import Profile, as_profile
-from hil.errors import AnalysisError
-from hil.manifest import Manifest
-from hil.validate.files import read_json
-from hil.validate.profile import BASELINE_SCHEMA, PROFILE_SCHEMA, check_baseline, check_profile
+from hil.records.profile_model import Profile, as_profile
+from hil.base.errors import AnalysisError
+from hil.records.manifest import Manifest
+from hil.records.validate.files import read_json
+from hil.records.validate.profile import BASELINE_SCHEMA, PROFILE_SCHEMA, check_baseline, check_profile
 
 __all__ = ["BASELINE_SCHEMA", "PROFILE_SCHEMA", "LoadedRun", "load_run", "read_json", "read_manifest"]
 
@@ -40,14 +40,14 @@ class LoadedRun:
 
 def read_manifest(folder: Path) -> dict[str, Any]:
     """manifest.json of a run folder, or {} when the folder has none (a copied profile, say)."""
-    from hil.manifest import MANIFEST_NAME, read_manifest as read_checked
+    from hil.records.manifest import MANIFEST_NAME, read_manifest as read_checked
 
     return read_checked(folder) if (Path(folder) / MANIFEST_NAME).is_file() else {}
 
 
 def load_run(path: Path) -> LoadedRun:
     """Load a run folder, a profile.json or a baseline JSON; a file that is none of these, or holds a
-    field of the wrong type, is refused naming the file and the field (hil.validate)."""
+    field of the wrong type, is refused naming the file and the field (hil.records.validate)."""
     return _load_run(Path(path))
 
 

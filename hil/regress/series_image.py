@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hil.analysis.profile_model import Profile
+from hil.records.profile_model import Profile
 from hil.firmware.qemu_firmware import Requirement
 from hil.regress.history import series_time_base
 from hil.regress.timebase import RUNTIME_INSTRUCTIONS

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hil.analysis.profile_model import STAT_FIELDS, Event, Profile, as_event  # noqa: F401  (STAT_FIELDS re-exported)
-from hil.analysis.statistics import mad, percentile
+from hil.records.profile_model import STAT_FIELDS, Event, Profile, as_event  # noqa: F401  (STAT_FIELDS re-exported)
+from hil.records.statistics import mad, percentile
 from hil.analysis.warmup import drop_warmup, recompute_totals, with_statistics  # noqa: F401  (re-exported)
 from hil.regress.exact_rank import rank_p_value  # noqa: F401  (re-exported: the rank test across runs, exact)
 

@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hil.analysis.profile_model import Profile
-from hil.manifest import Manifest
+from hil.records.profile_model import Profile
+from hil.records.manifest import Manifest
 
 KINDS = (RUNTIME_INSTRUCTIONS, REPLAY_HOST_NS, SIMULATED_TICKS, BOARD_CYCLES, USER_IMAGE_TICKS, UNKNOWN) = (
     "runtime-instructions", "replay-host-ns", "simulated-ticks", "board-cycles", "user-image-ticks", "unknown")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hil.analysis.events import DELEGATE_CALL, METHOD
-from hil.defaults import MIN_ITERATIONS  # noqa: F401  (re-exported: compare reads it here)
+from hil.records.events import DELEGATE_CALL, METHOD
+from hil.base.defaults import MIN_ITERATIONS  # noqa: F401  (re-exported: compare reads it here)
 from hil.regress.power import best_p_value
 
 DEFAULT_TOLERANCE = 0.05

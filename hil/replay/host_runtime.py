@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hil.errors import ModelError
-from hil.validate.pte import PTE_IDENTIFIER
+from hil.base.errors import ModelError
+from hil.records.validate.pte import PTE_IDENTIFIER
 
 if TYPE_CHECKING:
     import torch

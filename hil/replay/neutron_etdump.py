@@ -44,7 +44,7 @@ from executorch.exir._serialize._program import deserialize_pte_binary
 from hil.aot.neutron_sim import BACKEND_ID, payload_of
 from hil.replay import cost_model as cm
 from hil.replay.neutron_records import KernelSlot, ProfileRecord, U32_MASK, events_from_records, layout_delegate_call
-from hil.errors import AnalysisError, ModelError
+from hil.base.errors import AnalysisError, ModelError
 
 SIMULATION_FORMAT = "et-hil/neutron-sim-simulation/1"
 BOOT_MS = 20

@@ -35,7 +35,7 @@ import struct
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from hil.errors import AnalysisError
+from hil.base.errors import AnalysisError
 
 KOPC_CALLARGS = 6
 """The only opCode the runtime looks at: a record with this stop opCode is a Neutron kernel call."""

@@ -13,8 +13,8 @@ from typing import Any
 from hil.analysis.timescale import TimeScale, board_time_scale
 from hil.aot.export import CompiledModel, load_inputs
 from hil.replay.console import ConsoleScript, PoolUsage, render_console
-from hil.errors import AnalysisError
-from hil.pte import read_program
+from hil.base.errors import AnalysisError
+from hil.records.pte import read_program
 
 # The RT700 example's method pool as its console prints it (`method_allocator Addr: 0x20080000 - 0x20100000`,
 # 512 KiB), used for the simulated console's memory lines.

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hil.analysis.profile_model import Event, Profile, as_profile
+from hil.records.profile_model import Event, Profile, as_profile
 from hil.regress.identity import op_types_text, readable_names
 
 TOP_KERNELS = 3

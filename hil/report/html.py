@@ -16,8 +16,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from hil import atomic
-from hil.analysis.profile_model import Profile
+from hil.base import atomic
+from hil.records.profile_model import Profile
 from hil.regress import history
 from hil.regress.compare import Comparison, compare_profiles
 from hil.regress.identity import op_types_text, readable_names

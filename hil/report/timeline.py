@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hil.analysis.profile_model import Event, Profile, as_profile
+from hil.records.profile_model import Event, Profile, as_profile
 from hil.regress.identity import readable_names
 
 # Events that run inside a delegate call: Neutron kernels and dump, any other delegate's operators.

@@ -17,11 +17,11 @@ from typing import Any
 
 from collections.abc import Mapping
 
-from hil import atomic
-from hil.analysis.profile_model import Profile, as_profile
+from hil.base import atomic
+from hil.records.profile_model import Profile, as_profile
 from hil.regress.runs import load_run
 from hil.report.timeline import Span, iteration_length, lanes_of, layout_iteration
-from hil.validate.files import read_bytes
+from hil.records.validate.files import read_bytes
 
 TRACKS = {"method": 1, "delegate_call": 2, "cpu_op": 3, "npu_kernel": 4, "profiling_dump": 5, "console": 6,
           "delegate_op": 7}

@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hil.config import MemoryRegion
-from hil.errors import TargetError, TargetFault, TargetHang, TimeoutExpired
+from hil.config.board_config import MemoryRegion
+from hil.base.errors import TargetError, TargetFault, TargetHang, TimeoutExpired
 from hil.target.forensics import FaultReport, FaultWatch, examine_fault, examine_hang, write_fault_json
 from hil.target.gdbmi import GdbMiSession, StopEvent
 from hil.target.serial_reader import SerialReader

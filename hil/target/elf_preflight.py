@@ -3,7 +3,7 @@
 Why: gdb finds out that `--breakpoint no_such_function`, `--result-expr no_such_var` or an image
 without the run-configuration handshake cannot work only once the target is up and flashed
 (50-100 s into a run, and reported as the board's fault, exit 3). The symbol table answers the same
-question in milliseconds (hil.firmware.elf_reader), and a file that is no Arm ELF, or a truncated
+question in milliseconds (hil.records.elf_reader), and a file that is no Arm ELF, or a truncated
 one, is refused with it. Every refusal is an InputError (exit 2) naming the symbol and the ELF.
 
 Only what the table can answer is checked: a breakpoint given as `file.c:LINE` or `*0xADDR`, and a
@@ -16,12 +16,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hil.errors import InputError
+from hil.base.errors import InputError
 from hil.target.run_config import CONFIG_BREAKPOINT, CONFIG_SYMBOL
 
 if TYPE_CHECKING:
-    from hil.config import BoardConfig
-    from hil.firmware.elf_reader import ElfImage
+    from hil.config.board_config import BoardConfig
+    from hil.records.elf_reader import ElfImage
 
 IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 # `var`, `&var`, `var.member`, `var->member[3]`: the variable is the expression's one root.
@@ -30,7 +30,7 @@ PLAIN_LVALUE = re.compile(r"\s*\(?\s*&?\s*([A-Za-z_]\w*)\s*\)?\s*(?:(?:\.|->)\s*
 
 def read_arm_elf(elf: Path, what: str = "firmware image") -> "ElfImage":
     """The parsed ELF; InputError when it is unreadable, truncated, or built for another machine."""
-    from hil.firmware.elf_reader import ElfReadError, read_elf
+    from hil.records.elf_reader import ElfReadError, read_elf
 
     try:
         image = read_elf(elf)

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hil.atomic import write_json
-from hil.defaults import DEFAULT_FAULT_HANDLERS  # noqa: F401  (re-exported: callers import it here)
-from hil.errors import TargetError
+from hil.base.atomic import write_json
+from hil.base.defaults import DEFAULT_FAULT_HANDLERS  # noqa: F401  (re-exported: callers import it here)
+from hil.base.errors import TargetError
 from hil.target.fault_registers import (
     FAULT_EXCEPTIONS, SAU_SFSR, SCB_CFSR, SCB_FAULT_BLOCK_WORDS, STACKED_FRAME, ExcReturn, FaultCause,
     FaultRegisters, cause_of, exception_name,

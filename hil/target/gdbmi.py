@@ -20,8 +20,8 @@ from typing import Any
 
 from pygdbmi.IoManager import IoManager
 
-from hil.atomic import file_mode, write_bytes
-from hil.errors import TargetError, TimeoutExpired
+from hil.base.atomic import file_mode, write_bytes
+from hil.base.errors import TargetError, TimeoutExpired
 from hil.target.process import ManagedProcess
 
 # pygdbmi waits this long for more output after each burst (its 0.2 s default costs 0.2 s a command);

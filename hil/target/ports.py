@@ -6,7 +6,7 @@ import socket
 import time
 from collections.abc import Callable
 
-from hil.errors import TimeoutExpired
+from hil.base.errors import TimeoutExpired
 
 LOOPBACK = "127.0.0.1"
 

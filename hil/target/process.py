@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from hil.errors import TargetError, TimeoutExpired
+from hil.base.errors import TargetError, TimeoutExpired
 from hil.target.spawner import START_TIMEOUT_S, spawn
 
 # Seconds a child gets to exit after SIGTERM before it is killed.

@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path
 
-from hil.errors import TargetError, TimeoutExpired
+from hil.base.errors import TargetError, TimeoutExpired
 from hil.target.ports import LOOPBACK, free_tcp_port, wait_for_listen
 from hil.target.process import ManagedProcess
 

@@ -19,7 +19,7 @@ import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hil.errors import TargetError
+from hil.base.errors import TargetError
 
 if TYPE_CHECKING:
     from hil.target.qemu import QemuProcess

@@ -17,11 +17,11 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 
-from hil.analysis.console import RUN_CONFIG_ANY, RunConfig, parse_run_config
-from hil.errors import TargetError, TargetFault, TargetHang
-from hil.config import MemoryRegion
-from hil.checks import whole_number
-from hil.numerics.tensors import InputTensor
+from hil.records.console import RUN_CONFIG_ANY, RunConfig, parse_run_config
+from hil.base.errors import TargetError, TargetFault, TargetHang
+from hil.config.board_config import MemoryRegion
+from hil.base.checks import whole_number
+from hil.records.tensors import InputTensor
 from hil.target.capture import CONSOLE_LAG_S, RunContext, continue_to_breakpoint, run_to_breakpoint
 from hil.target.gdbmi import GdbMiSession, StopEvent
 

@@ -18,7 +18,7 @@ from typing import IO
 
 import serial
 
-from hil.errors import TargetError, TimeoutExpired
+from hil.base.errors import TargetError, TimeoutExpired
 
 # How long one read blocks, so the thread notices close() promptly.
 READ_TIMEOUT_S = 0.05

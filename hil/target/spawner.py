@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hil.errors import TimeoutExpired
+from hil.base.errors import TimeoutExpired
 
 # Seconds a child may take from the call to its exec; one that takes longer is broken, not slow.
 START_TIMEOUT_S = 30.0

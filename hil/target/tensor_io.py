@@ -14,9 +14,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hil.config import MemoryRegion
-from hil.errors import TargetError
-from hil.numerics.tensors import InputTensor, TensorSpec
+from hil.config.board_config import MemoryRegion
+from hil.base.errors import TargetError
+from hil.records.tensors import InputTensor, TensorSpec
 from hil.target.capture import CONSOLE_LAG_S, RunContext
 from hil.target.gdbmi import GdbMiSession
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from hil.pte import read_program
+from hil.records.pte import read_program
 
 pytestmark = pytest.mark.device
 

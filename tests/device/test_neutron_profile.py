@@ -8,7 +8,7 @@ import json
 import pytest
 
 from hil.aot.neutron_sim import SUPPORTED_OPS
-from hil.pte import read_program
+from hil.records.pte import read_program
 
 pytestmark = pytest.mark.device
 

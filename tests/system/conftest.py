@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-HIL = [sys.executable, "-m", "hil.cli"]
+HIL = [sys.executable, "-m", "hil.cli.main"]
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from hil.lab.labgrid_cli import LabgridClient, labgrid_bin
-from hil.errors import TimeoutExpired
+from hil.base.errors import TimeoutExpired
 from hil.probe.gdbserver import _listening_ports
 from hil.target.ports import LOOPBACK, free_tcp_port
 from hil.target.process import ManagedProcess

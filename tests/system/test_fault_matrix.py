@@ -45,12 +45,12 @@ class Hil:
                  prefix: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess, float]:
         """`prefix`: a command the `hil` runs under (a mount namespace holding a small file system)."""
         start = time.monotonic()
-        done = subprocess.run([*prefix, sys.executable, "-m", "hil.cli", *args], cwd=cwd, env=self.env,
+        done = subprocess.run([*prefix, sys.executable, "-m", "hil.cli.main", *args], cwd=cwd, env=self.env,
                               capture_output=True, text=True, timeout=timeout)
         return done, time.monotonic() - start
 
     def popen(self, *args: str) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "hil.cli", *args], cwd=REPO, env=self.env,
+        return subprocess.Popen([sys.executable, "-m", "hil.cli.main", *args], cwd=REPO, env=self.env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -341,7 +341,7 @@ def test_the_manifest_describes_the_runs_own_files_only(hil, tmp_path):
 PER_ID_TESTS = textwrap.dedent(
     """
     import pytest
-    from hil.errors import InputError
+    from hil.base.errors import InputError
 
     @pytest.mark.parametrize("name", ["a/b", "a b", "x" * 200 + "1", "x" * 200 + "2"])
     def test_own_folder(hil_artifacts_dir, request, name):

@@ -1,7 +1,7 @@
 """The fault matrix, reader rows: files a user or an earlier run hands back to `hil`, damaged or foreign.
 
 As in tests/system/test_fault_matrix.py, each row runs `hil ...` in a child process as a user does and
-asserts the exit status (hil.cli's contract: 2 for a file the user gave that cannot be used), one line
+asserts the exit status (hil.cli.main's contract: 2 for a file the user gave that cannot be used), one line
 naming the file and what is wrong, no traceback, a generous time bound, no process left behind, and
 that nothing it was given was changed (sha256 of every planted file, computed here with hashlib).
 The run folders are made once by `hil run` on the QEMU board.

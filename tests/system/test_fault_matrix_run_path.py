@@ -240,8 +240,8 @@ def test_a_stray_client_on_qemus_uart_is_named(hil, variant, tmp_path):  # noqa:
 
 def test_qemu_killed_at_the_breakpoint_fails_the_read_out_instead_of_reading_the_elf(variant, tmp_path):  # noqa: F811
     from hil.boards.qemu import REBUILD_HINT, QemuBoard
-    from hil.config import load_board_config
-    from hil.errors import TargetError
+    from hil.config.board_config import load_board_config
+    from hil.base.errors import TargetError
     from hil.target.capture import RunContext, read_out_etdump
     from hil.target.run_config import RunPlan, run_planned
 

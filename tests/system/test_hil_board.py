@@ -14,7 +14,7 @@ import pytest
 
 from hil.aot.export import export_model
 from hil.replay.simulated import simulated_buffer
-from hil.errors import TargetError
+from hil.base.errors import TargetError
 from hil.firmware.qemu_image import build_qemu_image
 
 RUNS = 3
@@ -57,7 +57,7 @@ def test_before_flash_every_step_says_so(hil_board):
 def test_the_consoles_default_timeout_comes_from_the_board_file(user_image, hil_board_config, tmp_path):
     if hil_board_config.kind != "qemu":
         pytest.skip("the replay image runs on the QEMU board only")
-    from hil.board_session import BoardSession
+    from hil.run.board_session import BoardSession
 
     session = BoardSession(hil_board_config.with_overrides({"serial.expect_timeout_s": 7.5}), tmp_path)
     try:

@@ -33,7 +33,7 @@ def replay_board(folder: Path) -> Path:
 
 def _run(out: Path, *extra: str) -> Path:
     done = subprocess.run(
-        [sys.executable, "-m", "hil.cli", "run", "--board-config", str(replay_board(out.parent)), "--model", "cifar10",
+        [sys.executable, "-m", "hil.cli.main", "run", "--board-config", str(replay_board(out.parent)), "--model", "cifar10",
          "--out", str(out), "--iterations", "5", *extra],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )

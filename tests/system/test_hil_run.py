@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hil.config import load_board_config
-from hil.errors import TargetError
-from hil.pipeline import RunRequest, run_profile
+from hil.config.board_config import load_board_config
+from hil.base.errors import TargetError
+from hil.run.pipeline import RunRequest, run_profile
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -88,7 +88,7 @@ def test_an_impossible_result_size_is_refused(tmp_path, size):
 
 
 def test_hil_export_writes_the_program_a_firmware_build_needs(run_cli, tmp_path):
-    from hil.pte import read_program
+    from hil.records.pte import read_program
 
     out = tmp_path / "export"
     spec = f"{REPO / 'tests' / 'fixtures' / 'small_cnn.py'}:factory"
@@ -119,7 +119,7 @@ def test_the_runtime_image_wanted_without_sources_is_an_environment_fault_that_r
 
 def test_a_run_that_requires_the_runtime_image_fails_without_sources_and_says_why(tmp_path, monkeypatch):
     """What the plugin does for a history whose series is a runtime series: one field of the request."""
-    from hil.errors import EnvironmentFault
+    from hil.base.errors import EnvironmentFault
     from hil.firmware.qemu_firmware import Requirement
 
     monkeypatch.setenv("RT700_SDK_DIR", str(tmp_path / "no-sdk"))

@@ -217,7 +217,7 @@ def test_a_lab_file_gives_each_xdist_worker_its_own_place(tmp_path, lab):
 def test_hil_run_takes_a_place_too(tmp_path, lab):
     out = tmp_path / "cli-run"
     done = subprocess.run(
-        [sys.executable, "-m", "hil.cli", "run", "--board-config", str(board_file(tmp_path, lab, "qemu-b")),
+        [sys.executable, "-m", "hil.cli.main", "run", "--board-config", str(board_file(tmp_path, lab, "qemu-b")),
          "--hil-place", "qemu-b", "--hil-coordinator", lab.coordinator, "--model", "cifar10", "--iterations", "2",
          "--out", str(out)],
         cwd=REPO, env=loopback_env(), capture_output=True, text=True, timeout=SESSION_TIMEOUT_S,
@@ -248,7 +248,7 @@ def test_an_rt700_place_lends_its_console_and_probe_server_and_the_board_flashes
     from fake_probe_server import build_ram_image, start_server, written_memory
 
     from hil.boards.rt700 import Rt700Board
-    from hil.config import load_board_config
+    from hil.config.board_config import load_board_config
     from hil.lab.session import LabOptions, held_board
 
     monkeypatch.setenv("HIL_LOCK_DIR", str(tmp_path / "locks"))

@@ -83,7 +83,7 @@ def test_nightly_flow_on_the_qemu_board(tmp_path):
     assert [r["passed"] for r in runs] == [1, 0] and all(r["board"] == "qemu" and r["git_commit"] == commit for r in runs)
     assert runs[0]["model_sha256"] == runs[1]["model_sha256"] and runs[0]["firmware_sha256"]
 
-    report = subprocess.run([sys.executable, "-m", "hil.cli", "report", str(db), "--out", str(tmp_path / "r.html")],
+    report = subprocess.run([sys.executable, "-m", "hil.cli.main", "report", str(db), "--out", str(tmp_path / "r.html")],
                             capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr
     html = (tmp_path / "r.html").read_text()

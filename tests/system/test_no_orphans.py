@@ -18,7 +18,7 @@ TARGET_NAMES = ("qemu-system-arm", "gdb-multiarch")
 CHILD_TESTS = textwrap.dedent(
     """
     import pytest
-    from hil.errors import TargetError
+    from hil.base.errors import TargetError
 
     def test_profile_passes(hil_profile):
         assert hil_profile("cifar10", delegate="none", iterations=1).profile["events"]
@@ -154,7 +154,7 @@ def next_job_flashes(monkeypatch, tmp_path: Path) -> list[str]:
     from fake_pyocd import FakeBench, FakeProbe
 
     from hil.boards.rt700 import Rt700Board
-    from hil.config import load_board_config
+    from hil.config.board_config import load_board_config
 
     FakeBench(probes=[FakeProbe(PROBE)]).install(monkeypatch)
     cfg = load_board_config("rt700").with_overrides({"serial.url": "loop://", "pyocd.lock_timeout_s": 5})
@@ -220,7 +220,7 @@ def test_a_gdbserver_that_outlived_its_job_is_ended_by_the_next_job(tmp_path, mo
 
 def start_hil_run(out: Path, tag: str, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "hil.cli", "run", "--board", "qemu", "--model", "cifar10", "--no-delegate",
+        [sys.executable, "-m", "hil.cli.main", "run", "--board", "qemu", "--model", "cifar10", "--no-delegate",
          "--iterations", "1", "--out", str(out), *extra],
         cwd=REPO, env={**os.environ, "HIL_SESSION_TAG": tag}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )

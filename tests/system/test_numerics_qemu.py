@@ -22,7 +22,7 @@ import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[2]
-HIL = [sys.executable, "-m", "hil.cli"]
+HIL = [sys.executable, "-m", "hil.cli.main"]
 from runtime_workspace import SDK_DIR, needs_runtime  # noqa: E402,F401
 # Measured (README "Numerics"): the image's portable kernels (arm-none-eabi-gcc -O2, Cortex-M33 FPU) and the
 # host runtime's differ by at most 1.5e-8 on cifar10's softmax outputs (about 0.1 each): float32 rounding.

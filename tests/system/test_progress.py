@@ -16,10 +16,10 @@ import textwrap
 import time
 from pathlib import Path
 
-from hil.progress import BAR_DELAY_S, Terminal
+from hil.base.progress import BAR_DELAY_S, Terminal
 
 REPO = Path(__file__).resolve().parents[2]
-RUN = [sys.executable, "-m", "hil.cli", "run", "--board", "qemu", "--model", "cifar10", "--no-delegate",
+RUN = [sys.executable, "-m", "hil.cli.main", "run", "--board", "qemu", "--model", "cifar10", "--no-delegate",
        "--iterations", "1"]
 # The image steps: the runtime image's where the pinned sources are (make test names them in RT700_SDK_DIR), else
 # the replay image's.

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-HIL = [sys.executable, "-m", "hil.cli"]
+HIL = [sys.executable, "-m", "hil.cli.main"]
 
 from runtime_workspace import SDK_DIR, needs_runtime  # noqa: E402,F401
 pytestmark = needs_runtime

@@ -46,7 +46,7 @@ def _run(cmd: list[str], timeout: float = 120, **kw) -> subprocess.CompletedProc
 def built_image(tmp_path_factory) -> tuple[Path, Path]:
     """(ELF, model.pte): a CPU-only cifar10 program exported and linked into the RT700 image."""
     work = tmp_path_factory.mktemp("rt700")
-    export = _run([sys.executable, "-m", "hil.cli", "export", "--model", "cifar10", "--delegate", "none",
+    export = _run([sys.executable, "-m", "hil.cli.main", "export", "--model", "cifar10", "--delegate", "none",
                    "--out", str(work / "cifar10")], timeout=600, cwd=REPO)
     assert export.returncode == 0, export.stderr
     pte = work / "cifar10" / "model.pte"
@@ -100,7 +100,7 @@ def test_npu_runtime_and_handshakes_are_linked_in(built_image) -> None:
 
 def test_hil_check_image_passes_on_the_build(built_image) -> None:
     elf, pte = built_image
-    done = _run([sys.executable, "-m", "hil.cli", "check-image", str(elf), "--model", str(pte), "--board",
+    done = _run([sys.executable, "-m", "hil.cli.main", "check-image", str(elf), "--model", str(pte), "--board",
                  "rt700", "--json"], cwd=REPO)
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads(done.stdout)

@@ -44,7 +44,7 @@ CNN = textwrap.dedent(
 def _hil(tmp_path: Path, channels: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "HIL_CACHE_DIR": str(tmp_path / "cache"), "HIL_NIGHTLY_CHANNELS": channels,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "hil.cli", *args], cwd=tmp_path, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hil.cli.main", *args], cwd=tmp_path, capture_output=True, text=True,
                           timeout=900, env=env)
 
 

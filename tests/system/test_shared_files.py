@@ -110,7 +110,7 @@ def session(tmp_path_factory):
         cwd=project, env=env, capture_output=True, text=True, timeout=900, preexec_fn=umask_022,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    report = subprocess.run([sys.executable, "-m", "hil.cli", "report", "out/history.db", "--out", "out/report.html"],
+    report = subprocess.run([sys.executable, "-m", "hil.cli.main", "report", "out/history.db", "--out", "out/report.html"],
                             cwd=project, env=env, capture_output=True, text=True, timeout=300, preexec_fn=umask_022)
     assert report.returncode == 0, report.stderr
     return project
@@ -153,7 +153,7 @@ def test_the_manifest_records_the_projects_commit(session):
 
 
 def test_outside_a_repository_the_ci_variable_names_the_commit(tmp_path, monkeypatch):
-    from hil.manifest import CI_COMMIT_VARIABLES, project_commit
+    from hil.records.manifest import CI_COMMIT_VARIABLES, project_commit
 
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # never find a repository above
     for name in CI_COMMIT_VARIABLES:

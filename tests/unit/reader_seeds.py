@@ -24,7 +24,7 @@ def listing(folder: Path) -> dict[str, dict[str, object]]:
 
 
 def _folder(root: Path, name: str, art: Path, stem: str, dump: bytes, time_scale: dict, delegate: str) -> Path:
-    from hil.analysis.inspect_cmd import inspect_run
+    from hil.cli.inspect_cmd import inspect_run
 
     folder = root / name
     folder.mkdir(parents=True)

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import torch
 
-from hil.analysis import events as ev
-from hil.analysis.console import parse_console
+from hil.records import events as ev
+from hil.records.console import parse_console
 from hil.analysis.profile import TimeScale, build_profile
-from hil.pte import pte_memory
-from hil.analysis.table import format_table
-from hil.errors import AnalysisError
+from hil.records.pte import pte_memory
+from hil.cli.table import format_table
+from hil.base.errors import AnalysisError
 from hil.regress.stats import drop_warmup
 
 from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
@@ -86,7 +86,7 @@ def _build(out: Path) -> None:
 
 @pytest.fixture(scope="module")
 def art() -> dict[str, Any]:
-    from hil.pte import load_program
+    from hil.records.pte import load_program
     from programs import cached_folder
 
     out = cached_folder("analysis", __file__, _build)

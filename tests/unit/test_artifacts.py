@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from hil.errors import InputError
-from hil.manifest import write_manifest
-from hil.plugin import MAX_FOLDER_NAME, _folder_name, artifacts_subfolder
-from hil.run_folder import LOCK_NAME, RunFolderBusy, RunFolderLock
+from hil.base.errors import InputError
+from hil.records.manifest import write_manifest
+from hil.plugin.hooks import MAX_FOLDER_NAME, _folder_name, artifacts_subfolder
+from hil.run.folder import LOCK_NAME, RunFolderBusy, RunFolderLock
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -57,7 +57,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from hil.run_folder import RunFolderLock
+    from hil.run.folder import RunFolderLock
     with RunFolderLock(Path(sys.argv[1])):
         print("held", flush=True)
         time.sleep(float(sys.argv[2]))

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from hil import atomic
+from hil.base import atomic
 from hil.aot.cache import staged_dir
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hil.board_console import Console, UnexpectedOutput
-from hil.errors import TargetError, TimeoutExpired
+from hil.boards.console import Console, UnexpectedOutput
+from hil.base.errors import TargetError, TimeoutExpired
 from hil.target.serial_reader import SerialReader
 from test_serial_reader import server, url  # noqa: F401  (the fixture and its URL)
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from hil.config import load_board_config
-from hil.errors import BoardConfigError
-from hil.paths import BOARDS_DIR
+from hil.config.board_config import load_board_config
+from hil.base.errors import BoardConfigError
+from hil.base.paths import BOARDS_DIR
 
 QEMU_TOML = (BOARDS_DIR / "qemu.toml").read_text()
 
@@ -102,7 +102,7 @@ def test_the_cli_refuses_a_misspelt_key_at_once_with_exit_2(tmp_path, command):
     path = _board(tmp_path, "clock_mhz = 324", "clock_mz = 324")
     extra = ["--model", "cifar10", "--out", str(tmp_path / "run")] if command == "run" else []
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "hil.cli", command, "--board-config", str(path), *extra],
+    done = subprocess.run([sys.executable, "-m", "hil.cli.main", command, "--board-config", str(path), *extra],
                           capture_output=True, text=True, timeout=60, env=os.environ.copy())
     took = time.monotonic() - start
     assert done.returncode == 2, done.stderr

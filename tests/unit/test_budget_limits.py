@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hil.errors import BoardConfigError
+from hil.base.errors import BoardConfigError
 from hil.regress.budgets import budget_from_mapping, check_budget_file
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from hil.config import load_board_config
-from hil.errors import BoardConfigError
+from hil.config.board_config import load_board_config
+from hil.base.errors import BoardConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 TESTS = textwrap.dedent(

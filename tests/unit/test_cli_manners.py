@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from hil import atomic
+from hil.base import atomic
 from test_regress_synth import synth_profile
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def hil(*args: str, cwd: Path = REPO, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hil.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hil.cli.main", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=os.environ.copy())
 
 
@@ -58,7 +58,7 @@ def test_metavars_read_as_values_and_the_plugin_registers_only_prefixed_options(
     options = re.findall(r"^  (--[a-z-]+)", section, re.M)
     assert options and all(o == "--board" or o.startswith("--hil-") for o in options), options
     assert not re.search(r"=HIL_[A-Z_]+", section)  # argparse's default metavar, a dest in capitals
-    assert "[env HIL_BOARD, ini hil_board]" in section  # where else a value may come from (hil.settings)
+    assert "[env HIL_BOARD, ini hil_board]" in section  # where else a value may come from (hil.plugin.settings)
 
 
 def test_doctor_json(tmp_path):
@@ -101,7 +101,7 @@ kept = Teardown()  # freed only when the interpreter tears its modules down
 atexit.register(lambda: print("atexit ran"))
 sys.stdout.write("x" * 100000)  # still in the pipe's buffer when the command ends
 sys.argv = ["hil", *sys.argv[1:]]
-from hil.cli import console_main
+from hil.cli.main import console_main
 console_main()
 """
 

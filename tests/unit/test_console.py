@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hil.analysis.console import RunConfig, parse_console
+from hil.records.console import RunConfig, parse_console
 
 NXP_EXAMPLE = """\
 CIFARNET example using a ExecuTorch model

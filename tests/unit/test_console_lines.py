@@ -3,7 +3,7 @@ the target printed it with only its line ending taken off, and a garbled line co
 
 from __future__ import annotations
 
-from hil.analysis.console import parse_console
+from hil.records.console import parse_console
 
 
 def test_lines_are_kept_as_printed_with_only_the_line_ending_removed() -> None:

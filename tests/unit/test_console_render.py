@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from hil.analysis.console import parse_console
+from hil.records.console import parse_console
 from hil.replay.console import ConsoleScript, PoolUsage, render_console
 
 

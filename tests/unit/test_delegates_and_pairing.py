@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from hil.analysis.profile import TimeScale, build_profile
-from hil.errors import AnalysisError
+from hil.base.errors import AnalysisError
 from hil.regress.compare import compare_profiles
 
 from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower

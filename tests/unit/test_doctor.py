@@ -8,9 +8,9 @@ import time
 
 from fake_pyocd import FakeBench, FakeProbe
 
-import hil.doctor as doctor
-from hil.config import load_board_config
-from hil.doctor import run_doctor
+import hil.cli.doctor as doctor
+from hil.config.board_config import load_board_config
+from hil.cli.doctor import run_doctor
 
 UID = "0BFJXK2W3NM3J"
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from hil.aot.export import CompiledModel, export_model, load_inputs
-from hil.config import load_board_config
+from hil.config.board_config import load_board_config
 from hil.drift.debug_size import ROOM_KEY, check_debug_fits, debug_need
 from hil.drift.gap import numeric_gap, with_representative_inputs
-from hil.errors import InputError
+from hil.base.errors import InputError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 from wrong_layer import TWO_CONV, consumer_of, host_run, logged_tensors, with_wrong_weight  # noqa: E402

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hil.errors import BoardConfigError
-from hil.cli import exit_code_for
+from hil.base.errors import BoardConfigError
+from hil.cli.main import exit_code_for
 from hil.firmware.elf_model import check_image_carries, embedded_model, qemu_image_kind
 from hil.firmware.model_array import pte_to_c_array
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from hil.analysis import events as ev
+from hil.records import events as ev
 from hil.analysis.pairing import check_events, unmatched_events
 from hil.analysis.totals import iterations_of, main_method
-from hil.errors import AnalysisError
+from hil.base.errors import AnalysisError
 
 KERNEL, DUMP, SDK = {"kind": "kernel", "function_code": 3}, {"kind": "profiling_dump"}, {"kind": "sdk_version"}
 

@@ -11,7 +11,7 @@ import json
 import zlib
 from pathlib import Path
 
-from hil.cli import main
+from hil.cli.main import main
 from test_inspect_cmd import listing, run_folder  # noqa: F401  (the fixture)
 
 

@@ -20,7 +20,7 @@ from hil.aot import cache as cache_mod
 from hil.aot import export as export_mod
 from hil.aot.export import CompiledModel, LoweringPlan, cache_key, export_model, load_inputs, register_lowering
 from hil.aot.models import load_model
-from hil.errors import ModelError
+from hil.base.errors import ModelError
 
 SMALL_CNN = Path(__file__).resolve().parent.parent / "fixtures" / "small_cnn.py"
 

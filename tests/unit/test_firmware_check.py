@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hil.paths import REPO_ROOT
+from hil.base.paths import REPO_ROOT
 
 MK = "firmware/rt700/rt700.mk"
 RT700 = REPO_ROOT / "firmware" / "rt700"

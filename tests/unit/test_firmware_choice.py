@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hil.cli import exit_code_for
-from hil.config import load_board_config
-from hil.errors import EnvironmentFault, InputError
+from hil.cli.main import exit_code_for
+from hil.config.board_config import load_board_config
+from hil.base.errors import EnvironmentFault, InputError
 from hil.firmware.qemu_firmware import Requirement, check_elf_kind, choice_record, choose_qemu_firmware
 from test_runtime_image import workspace  # noqa: F401  (a folder standing for the source workspace, in RT700_SDK_DIR)
 

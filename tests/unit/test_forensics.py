@@ -17,8 +17,8 @@ import pytest
 
 from hil.boards.base import RunPlan
 from hil.boards.qemu import QemuBoard
-from hil.config import BoardConfig, load_board_config
-from hil.errors import TargetFault, TargetHang
+from hil.config.board_config import BoardConfig, load_board_config
+from hil.base.errors import TargetFault, TargetHang
 from hil.firmware.qemu_image import build_qemu_image
 
 from test_gdbmi import SPIN_LD, no_orphans  # noqa: F401  (shared fixture: no QEMU or gdb left behind)

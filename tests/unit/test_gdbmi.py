@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from hil.errors import TargetError, TimeoutExpired
+from hil.base.errors import TargetError, TimeoutExpired
 from hil.firmware.qemu_image import build_qemu_image
-from hil.paths import FIRMWARE_DIR
+from hil.base.paths import FIRMWARE_DIR
 from hil.target.gdbmi import GdbMiSession
 from hil.target.ports import LOOPBACK
 from hil.target.process import close_all, live_children, os_children

@@ -1,6 +1,6 @@
 """Every line the harness says is a record of the `hil` logger: caplog, logging.config and pytest's
 live logging can capture, filter or redirect it. Records carry no `[hil] ` prefix; the command line's
-handler (hil.log.drawn_on) adds it."""
+handler (hil.base.log.drawn_on) adds it."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from hil import log
+from hil.base import log
 from hil.aot.neutron_sdk import sdk_available
-from hil.config import load_board_config
-from hil.pipeline import RunRequest, choose_delegate
-from hil.progress import Lines
-from hil.run_folder import RunFolderLock
-from hil.steps import StepTimer
+from hil.config.board_config import load_board_config
+from hil.run.request import RunRequest, choose_delegate
+from hil.base.progress import Lines
+from hil.run.folder import RunFolderLock
+from hil.base.steps import StepTimer
 
 
 def test_progress_steps_are_info_records_of_the_hil_logger(caplog):
@@ -34,7 +34,7 @@ def test_progress_steps_are_info_records_of_the_hil_logger(caplog):
 
 def test_a_wait_for_a_busy_run_folder_is_a_warning(caplog, tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from hil.run_folder import RunFolderLock\n"
+        "import sys, time; from pathlib import Path; from hil.run.folder import RunFolderLock\n"
         f"with RunFolderLock(Path({str(tmp_path)!r})):\n    print('held', flush=True); time.sleep(1.5)")],
         stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
     try:

@@ -19,7 +19,7 @@ from test_regress_synth import synth_profile
 from hil.regress.history import record_run
 
 REPO = Path(__file__).resolve().parents[2]
-READER = ("import json, sys\nfrom hil.errors import HilError\nfrom hil.regress.history import open_existing, read_runs\n"
+READER = ("import json, sys\nfrom hil.base.errors import HilError\nfrom hil.regress.history import open_existing, read_runs\n"
           "try:\n    conn = open_existing(sys.argv[1])\nexcept HilError as exc:\n    print(exc)\n    sys.exit(2)\n"
           "print(json.dumps([[run['id'], run['board']] for run in read_runs(conn)]))\n")
 READ_ONLY = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" || exit 97; shift; exec "$@"'

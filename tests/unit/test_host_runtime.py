@@ -11,7 +11,7 @@ import torch
 
 from hil.aot.export import CompiledModel, export_model, load_inputs
 from hil.replay.host_runtime import host_etdump
-from hil.errors import ModelError
+from hil.base.errors import ModelError
 
 
 @pytest.fixture(scope="module")

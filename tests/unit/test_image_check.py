@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from hil.config import load_board_config
-from hil.errors import HilError
-from hil.firmware.elf_reader import read_elf
+from hil.config.board_config import load_board_config
+from hil.base.errors import HilError
+from hil.records.elf_reader import read_elf
 from hil.firmware.image_check import (
     PROTOCOL_MARKERS, Status, check_console_formats, check_flash_config, check_handshake, check_image,
     check_kernel_registration, check_load_addresses, check_model, check_regions, check_tensor_io, main,
@@ -32,7 +32,7 @@ from hil.firmware.image_spec import ImageSpec
 from hil.firmware.model_array import pte_to_c_array
 from hil.firmware.qemu_image import build_qemu_image
 from hil.firmware.sdk_printf import format_problems
-from hil.paths import BOARDS_DIR, FIRMWARE_DIR, REPO_ROOT
+from hil.base.paths import BOARDS_DIR, FIRMWARE_DIR, REPO_ROOT
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "image_check"
 PROTOCOL_H = FIRMWARE_DIR / "common" / "hil_protocol.h"
@@ -381,7 +381,7 @@ def test_the_qemu_replay_image_passes_against_the_qemu_board(replay_image, capsy
 
 
 def test_hil_check_image_runs_end_to_end_with_json(replay_image):
-    done = subprocess.run([sys.executable, "-m", "hil.cli", "check-image", str(replay_image), "--board", "qemu",
+    done = subprocess.run([sys.executable, "-m", "hil.cli.main", "check-image", str(replay_image), "--board", "qemu",
                            "--json"], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, cwd=REPO_ROOT)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from hil import inputs
-from hil.config import load_board_config
-from hil.errors import BoardConfigError, InputError, ModelSpecError
-from hil.pipeline import RunRequest, check_request
+from hil.config import inputs
+from hil.config.board_config import load_board_config
+from hil.base.errors import BoardConfigError, InputError, ModelSpecError
+from hil.run.request import RunRequest, check_request
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -75,7 +75,7 @@ def test_an_out_folder_that_cannot_be_written_is_refused(where: str) -> None:
 
 def test_a_model_larger_than_the_board_keeps_for_it_is_refused_naming_the_sizes(qemu, tmp_path: Path) -> None:
     from hil.aot.export import export_model
-    from hil.pte import pte_memory
+    from hil.records.pte import pte_memory
 
     pte = export_model(f"{REPO / 'tests' / 'fixtures' / 'small_cnn.py'}:factory").pte_path
     memory = pte_memory(pte)  # the sizes, as executorch's own deserializer reads them

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hil.analysis.inspect_args import add_arguments, check, precheck
-from hil.errors import AnalysisError, FileContentError, InputError
+from hil.cli.inspect_args import add_arguments, check, precheck
+from hil.base.errors import AnalysisError, FileContentError, InputError
 
 REPO = Path(__file__).resolve().parents[2]
 HELP = """\
@@ -127,7 +127,7 @@ def test_each_refusal_is_one_line_naming_the_argument(files: dict[str, Path], ar
 
 def test_hil_inspect_refuses_a_pte_that_is_none_before_importing_executorch(files: dict[str, Path]):
     """`hil inspect --pte serial.log` took 14.6 s to refuse (issue 32): the refusal comes before the import."""
-    code = ("import sys\nfrom hil.cli import main\nstatus = main(['inspect', sys.argv[1], '--pte', sys.argv[2]])\n"
+    code = ("import sys\nfrom hil.cli.main import main\nstatus = main(['inspect', sys.argv[1], '--pte', sys.argv[2]])\n"
             "print(status, 'executorch' in sys.modules, 'torch' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code, str(files["run"]), str(files["serial"])], capture_output=True,
                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from hil.analysis.inspect_cmd import InspectRequest, bare_time_scale, has_neutron_delegate, inspect_files, inspect_run
+from hil.cli.inspect_cmd import InspectRequest, bare_time_scale, has_neutron_delegate, inspect_files, inspect_run
 from hil.analysis.timescale import TimeScale, board_time_scale
-from hil.errors import AnalysisError
+from hil.base.errors import AnalysisError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -183,7 +183,7 @@ def test_a_run_folder_with_its_console_and_a_simulation_but_no_recorded_clock(ru
 
 
 def test_the_command_line_takes_one_clock_at_most():
-    from hil.cli import build_parser
+    from hil.cli.main import build_parser
 
     parser = build_parser()
     args = parser.parse_args(["inspect", "d.etdump", "--etrecord", "r.bin", "--clock-mhz", "200", "--json"])
@@ -217,11 +217,11 @@ def _my_bench(tmp_path: Path) -> Path:
 
 
 def test_inspect_of_a_session_run_on_an_rt700_kind_board_file_says_not_simulated(run_folder, tmp_path, capsys):
-    """The `hil_board` session's finish (hil.run_folder.finish_session), then `hil inspect RUN_DIR --json`."""
+    """The `hil_board` session's finish (hil.run.folder.finish_session), then `hil inspect RUN_DIR --json`."""
     from hil.analysis.profile import build_profile
-    from hil.config import load_board_config
-    from hil.manifest import is_simulated
-    from hil.run_folder import RunFolder, finish_profile, finish_session
+    from hil.config.board_config import load_board_config
+    from hil.records.manifest import is_simulated
+    from hil.run.folder import RunFolder, finish_profile, finish_session
 
     cfg = load_board_config(path=_my_bench(tmp_path))
     assert (cfg.name, cfg.kind) == ("my_bench", "rt700")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from hil.analysis.inspect_cmd import inspect_files
-from hil.errors import InputError
-from hil.evidence import EvidenceError
+from hil.cli.inspect_cmd import inspect_files
+from hil.base.errors import InputError
+from hil.records.evidence import EvidenceError
 from test_inspect_cmd import _args, listing, run_folder  # noqa: F401  (run_folder: the fixture)
 
 

@@ -1,5 +1,5 @@
 """SIGINT (Ctrl-C), SIGTERM and SIGHUP each unwind the harness as a KeyboardInterrupt that names the signal
-(what manifest.json's `error` says: hil.pipeline), in a fresh interpreter that sends itself the signal."""
+(what manifest.json's `error` says: hil.run.pipeline), in a fresh interpreter that sends itself the signal."""
 
 from __future__ import annotations
 

@@ -11,12 +11,12 @@ import threading
 
 import pytest
 
-from hil.errors import BoardConfigError, TimeoutExpired
+from hil.base.errors import BoardConfigError, TimeoutExpired
 from hil.lab.labfile import claim_board, load_lab, worker_index
 from hil.lab.labgrid_cli import Resource, holder_pid, parse_reservations, parse_show, session_user, wait_states
 from hil.lab.place import PlaceLease, lease_from
 from hil.lab.session import LabOptions
-from hil.options import OVERRIDES
+from hil.config.options import OVERRIDES
 
 SHOW_ACQUIRED = """Place 'qemu-1':
   matches:

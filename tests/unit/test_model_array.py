@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from hil.firmware.model_array import main, pte_to_c_array, write_c_array
-from hil.paths import REPO_ROOT
+from hil.base.paths import REPO_ROOT
 
 GCC = "arm-none-eabi-gcc"
 OBJCOPY = "arm-none-eabi-objcopy"

@@ -9,7 +9,7 @@ import pytest
 
 from hil.aot.deps import declared_data_files, is_installed, local_imports
 from hil.aot.export import cache_key
-from hil.errors import ModelSpecError
+from hil.base.errors import ModelSpecError
 
 MODEL = textwrap.dedent(
     """

@@ -13,7 +13,7 @@ import torch
 
 from hil.aot import cifarnet
 from hil.aot.models import list_builtin_models, load_model, resolve_spec
-from hil.errors import ModelError
+from hil.base.errors import ModelError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SMALL_CNN = FIXTURES / "small_cnn.py"

@@ -15,7 +15,7 @@ from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 
 from hil.aot.neutron_sim import BACKEND_ID, neutron_sim_partitioners
 from hil.replay.neutron_etdump import synthesize_neutron_etdump
-from hil.errors import AnalysisError
+from hil.base.errors import AnalysisError
 
 
 class PadConvPoolLinear(nn.Module):

@@ -12,7 +12,7 @@ import struct
 
 import pytest
 
-from hil.errors import AnalysisError
+from hil.base.errors import AnalysisError
 from hil.replay.neutron_records import (
     KOPC_CALLARGS,
     DelegateEvent,

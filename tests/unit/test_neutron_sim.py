@@ -15,7 +15,7 @@ from executorch.exir._serialize._program import deserialize_pte_binary
 from hil.aot.export import export_model
 from hil.aot.neutron_sdk import parse_neutron_map, parse_neutron_maps, sdk_available, sdk_reason
 from hil.aot.neutron_sim import BACKEND_ID, FunctionCode, neutron_sim_partitioners, payload_of
-from hil.errors import ModelError
+from hil.base.errors import ModelError
 
 SMALL_CNN = Path(__file__).resolve().parents[1] / "fixtures" / "small_cnn.py"
 

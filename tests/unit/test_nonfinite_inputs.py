@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from hil.errors import InputError
+from hil.base.errors import InputError
 from hil.numerics.budget import numerics_violations
 from hil.numerics.check import RunInputs, numerics_section
 from hil.numerics.gate import output_snr
-from hil.numerics.section import numerics_line
-from hil.numerics.tensors import ProgramIO, TensorSpec, check_inputs, load_inputs_file, tensor_bytes
+from hil.records.numerics_section import numerics_line
+from hil.records.tensors import ProgramIO, TensorSpec, check_inputs, load_inputs_file, tensor_bytes
 from hil.target.tensor_io import OutputTensor
 
 PROGRAM = ProgramIO(inputs=(TensorSpec(6, (2, 4)), TensorSpec(4, (2,))), outputs=(TensorSpec(6, (1, 3)),))

@@ -20,12 +20,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hil.analysis.console import ConsoleFacts, parse_console
-from hil.analysis.events import decode_event_metadata
+from hil.records.console import ConsoleFacts, parse_console
+from hil.records.events import decode_event_metadata
 from hil.analysis.profile import build_profile, read_etdump
 from hil.replay.neutron_records import KOPC_CALLARGS, events_from_records, pack_records, unpack_records
-from hil.errors import HilError
-from hil.manifest import read_manifest
+from hil.base.errors import HilError
+from hil.records.manifest import read_manifest
 from hil.regress.runs import read_manifest as read_run_manifest
 from hil.target.capture import RESULT_LINE
 

@@ -16,7 +16,7 @@ import pytest
 REPORT = textwrap.dedent(
     """
     import json, os
-    from hil.pipeline import RunRequest, check_request
+    from hil.run.request import RunRequest, check_request
 
     def test_report(pytestconfig, hil_board_config, tmp_path):
         opt = pytestconfig.option
@@ -99,7 +99,7 @@ def test_the_board_file_decides_what_nobody_else_set(project):
 
 def test_the_environment_wins_over_the_ini_file(project):
     (project / "pyproject.toml").write_text(INI)
-    (project / "base").mkdir()  # a baseline folder that does not exist is refused (hil.plugin_regress)
+    (project / "base").mkdir()  # a baseline folder that does not exist is refused (hil.plugin.regress_hooks)
     values = _values(project, HIL_BOARD="qemu", HIL_ITERATIONS="7", HIL_TOLERANCE="0.2", HIL_BASELINE="base")
     assert (values["board"], values["iterations"], values["tolerance"], values["baseline"]) == ("qemu", 7, 0.2, "base")
     assert (values["warmup"], values["timeout"]) == (1, 30.0)  # the rest still from the ini file

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hil.errors import BoardConfigError, TimeoutExpired
+from hil.base.errors import BoardConfigError, TimeoutExpired
 from hil.probe.lock import LockHolder, ProbeLock, lock_dir
 
 PROBE = "0123456789ABCDEF:mcu-link"

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from hil.analysis.profile_model import SCHEMA, Event, Profile, history_profile
+from hil.records.profile_model import SCHEMA, Event, Profile, history_profile
 
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "profiles").glob("*.json"))
 
 
 def _written(obj) -> bytes:
-    """How hil.atomic.write_json lays profile.json out (the format the fixtures were written in)."""
+    """How hil.base.atomic.write_json lays profile.json out (the format the fixtures were written in)."""
     return (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode()
 
 

@@ -12,8 +12,8 @@ import pytest
 from fake_pyocd import FakeBench, FakeProbe
 from pyocd.core import exceptions
 
-from hil.config import load_board_config
-from hil.errors import BoardConfigError, TargetError, TimeoutExpired
+from hil.config.board_config import load_board_config
+from hil.base.errors import BoardConfigError, TargetError, TimeoutExpired
 from hil.probe import pyocd_flash
 from hil.probe.pyocd_flash import flash_image, list_probes, open_session, resolve_probe_id, target_support
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from hil.boards import open_board
-from hil.progress import Lines, Within
+from hil.base.progress import Lines, Within
 from hil.boards.base import RunPlan
 from hil.boards.qemu import QemuBoard
-from hil.config import BoardConfig, load_board_config
-from hil.errors import BoardConfigError, TargetError, TimeoutExpired
+from hil.config.board_config import BoardConfig, load_board_config
+from hil.base.errors import BoardConfigError, TargetError, TimeoutExpired
 from hil.firmware.qemu_image import build_qemu_image
 from hil.target.process import ManagedProcess, live_children, os_children
 from hil.target.qemu import QemuProcess
@@ -95,7 +95,7 @@ def test_full_cycle_returns_the_exact_etdump(cfg, etdump, cache, tmp_path: Path)
     assert writes == [("iterations", "2"), ("warmup", "1"), ("magic", str(0x314C4948))]  # magic last
     assert capture.serial_log.read_bytes() == capture.console.encode()
     assert set(capture.steps_s) == set(STEPS) and all(t > 0 for t in capture.steps_s.values())
-    # Each of the board's own steps was announced live, in order, as it started (hil.progress.Within).
+    # Each of the board's own steps was announced live, in order, as it started (hil.base.progress.Within).
     assert [line.split()[0] for line in said] == ["start", "download", "run", "read", "let"], said
     assert said[2] == f"  run {PLAN.describe()} to {cfg.breakpoint}…"
     assert {"serial.log", "mi.log", "qemu.log", "trace.etdump"} <= {p.name for p in tmp_path.iterdir()}

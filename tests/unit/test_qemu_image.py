@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from hil.errors import BuildError
+from hil.base.errors import BuildError
 from hil.firmware import qemu_image
 from hil.firmware.qemu_image import build_qemu_image
 

@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hil.cli import main
+from hil.cli.main import main
 
 PROPERTY = settings(derandomize=True, database=None, max_examples=80, deadline=timedelta(seconds=10),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -206,7 +206,7 @@ def test_a_damaged_manifest_is_used_or_refused_in_one_line_by_inspect(seeds, scr
         if code == 0:
             assert _strict_json(out)["events"]
             return
-        # 3: a file no longer matches the sha256 its manifest gives (hil.evidence)
+        # 3: a file no longer matches the sha256 its manifest gives (hil.records.evidence)
         assert_refused_in_one_line(code, err, "inspect", folder, allowed=(2, 3))
 
     check()

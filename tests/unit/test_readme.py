@@ -8,9 +8,9 @@ import re
 import subprocess
 from pathlib import Path
 
-import hil.plugin
-import hil.regress.pytest_regress
-from hil.cli import build_parser
+import hil.plugin.hooks
+import hil.plugin.regress_hooks
+from hil.cli.main import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
@@ -26,7 +26,7 @@ def test_every_hil_command_is_in_the_readme():
 
 
 def test_every_fixture_and_marker_is_documented():
-    fixtures = [name for module in (hil.plugin, hil.regress.pytest_regress) for name, value in vars(module).items()
+    fixtures = [name for module in (hil.plugin.hooks, hil.plugin.regress_hooks) for name, value in vars(module).items()
                 if name.startswith("hil_") and "fixture" in type(value).__name__.lower()]
     assert {"hil_profile", "hil_board", "hil_board_config", "hil_artifacts_dir", "hil_budget"} <= set(fixtures)
     for name in fixtures:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hil.errors import BoardConfigError
+from hil.base.errors import BoardConfigError
 from hil.regress.budgets import Budget, budget_from_mapping, merge_budgets
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hil.errors import BoardConfigError
+from hil.base.errors import BoardConfigError
 from hil.regress.budgets import (budget_from_mapping, check_budget, format_violations, load_file_budget,
                                  memory_footprint, merge_budgets)
 from test_regress_synth import synth_profile
@@ -77,7 +77,7 @@ def test_bad_budgets_are_refused_with_their_source(tmp_path):
 
 
 def test_the_example_budget_file_parses():
-    from hil.paths import REPO_ROOT
+    from hil.base.paths import REPO_ROOT
 
     budget = load_file_budget(REPO_ROOT / "budgets" / "qemu.toml", "cifar10")
     assert budget is not None and budget.total_us and budget.ops

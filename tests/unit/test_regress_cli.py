@@ -7,14 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hil import atomic
+from hil.base import atomic
 from test_regress_synth import synth_profile
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def hil(*args: object, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hil.cli", *map(str, args)], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hil.cli.main", *map(str, args)], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -64,7 +64,7 @@ def test_baseline_update_records_provenance_and_is_comparable(tmp_path):
 
 def test_errors_are_one_line_without_traceback(tmp_path):
     res = hil("compare", tmp_path / "missing", tmp_path / "missing2")
-    assert res.returncode == 2  # an input error (hil.cli: exit status 2)
+    assert res.returncode == 2  # an input error (hil.cli.main: exit status 2)
     assert "hil compare:" in res.stderr and "missing" in res.stderr and "Traceback" not in res.stderr
     (tmp_path / "x.json").write_text('{"schema": "other"}')
     res = hil("compare", tmp_path / "x.json", tmp_path / "x.json")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hil import atomic
+from hil.base import atomic
 from hil.regress import history
 from hil.regress.judge import JudgeOptions, judge_run
 from test_regress_synth import synth_profile

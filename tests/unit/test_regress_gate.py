@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from hil import atomic
-from hil.cli import main
+from hil.base import atomic
+from hil.cli.main import main
 from hil.regress import history
 from hil.regress.judge import JudgeOptions, judge_run
 from hil.regress.power import baseline_runs_needed, best_p_value
@@ -115,7 +115,7 @@ SUITE = '''
 import os, sys
 import pytest
 from pathlib import Path
-from hil import atomic
+from hil.base import atomic
 sys.path.insert(0, {here!r})
 from test_regress_synth import synth_profile
 

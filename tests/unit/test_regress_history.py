@@ -11,7 +11,7 @@ from hil.regress import history
 from test_regress_synth import SIM_TICKS_KEY, synth_profile
 
 MANIFEST = {
-    # git_commit is et-hil's own commit; the history keeps the project's (hil.manifest.project_commit)
+    # git_commit is et-hil's own commit; the history keeps the project's (hil.records.manifest.project_commit)
     "written_at": "2026-01-02T03:04:05Z", "git_commit": "e7e7e7", "board": "qemu", "model": "synthnet",
     "project_commit": {"commit": "abc123", "source": "git /src/project", "dirty": False},
     "firmware_sha256": "f" * 64, "versions": {"executorch": "1.5.1", "torch": "2.13.0", "eiq-neutron-sdk": None},

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hil.errors import AnalysisError
+from hil.base.errors import AnalysisError
 from hil.regress import history
 from hil.regress.runs import load_run
 from test_regress_cli import hil, run_folder

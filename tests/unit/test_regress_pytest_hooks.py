@@ -24,7 +24,7 @@ import os, sys
 import pytest
 from pathlib import Path
 import pytest
-from hil import atomic
+from hil.base import atomic
 sys.path.insert(0, {here!r})
 from test_regress_synth import synth_profile
 
@@ -101,7 +101,7 @@ TWO_RUNS = '''
 import os, sys
 import pytest
 from pathlib import Path
-from hil import atomic
+from hil.base import atomic
 sys.path.insert(0, {here!r})
 from test_regress_synth import synth_profile
 

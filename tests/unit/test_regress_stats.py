@@ -7,8 +7,8 @@ import statistics
 
 import pytest
 
-from hil.analysis.statistics import mad, percentile, summarize
-from hil.errors import AnalysisError
+from hil.records.statistics import mad, percentile, summarize
+from hil.base.errors import AnalysisError
 from hil.regress.stats import MAD_TO_SIGMA, add_statistics, drop_warmup, event_fastest
 from test_regress_synth import synth_profile
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hil.analysis.console import AllocatorUsage, parse_console
+from hil.records.console import AllocatorUsage, parse_console
 from hil.regress.compare import Comparison, EventDelta, comparison_to_dict, format_comparison, judge, parse_tolerance
 
 DELTAS = [
@@ -71,7 +71,7 @@ def test_the_within_run_rule_at_its_boundaries():
 
 
 def test_metadata_text_is_read_as_latin_1():
-    from hil.analysis.events import metadata_bytes
+    from hil.records.events import metadata_bytes
 
     assert metadata_bytes("\xff") == b"\xff" and metadata_bytes("\u0100") == b"?"
 

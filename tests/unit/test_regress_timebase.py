@@ -37,7 +37,7 @@ def test_an_unknown_base_matches_nothing_not_even_itself():
 
 
 def load_run_like(keys: dict):
-    from hil.analysis.profile_model import Profile
+    from hil.records.profile_model import Profile
 
     return Profile.from_json({"board": "qemu", "model": "m", "events": [], **keys})
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from fake_probe_server import build_ram_image, start_server, written_memory
 
-from hil.config import load_board_config
-from hil.doctor import check_probes
-from hil.errors import BoardConfigError, TargetError
+from hil.config.board_config import load_board_config
+from hil.cli.doctor import check_probes
+from hil.base.errors import BoardConfigError, TargetError
 from hil.probe.gdbserver import PyocdGdbServer
 from hil.probe.pyocd_flash import flash_image, resolve_probe_id
 from hil.boards.rt700 import serial_url_for

@@ -8,7 +8,7 @@ import re
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from hil import atomic
+from hil.base import atomic
 from hil.regress import history
 from hil.regress.compare import compare_profiles, comparison_to_dict
 from hil.report.figures import junit_properties, key_figures, openmetrics_text

@@ -15,8 +15,8 @@ from fake_pyocd import FakeBench, FakeProbe
 
 from hil.boards.base import RunPlan
 from hil.boards.rt700 import RT700_OVERRIDES, Rt700Board, serial_url_for
-from hil.config import load_board_config
-from hil.errors import BoardConfigError, TargetError, TimeoutExpired
+from hil.config.board_config import load_board_config
+from hil.base.errors import BoardConfigError, TargetError, TimeoutExpired
 from hil.probe.gdbserver import PyocdGdbServer, gdbserver_argv
 from hil.probe.lock import ProbeLock
 from hil.target.process import live_children

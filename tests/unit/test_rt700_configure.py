@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hil.paths import REPO_ROOT
+from hil.base.paths import REPO_ROOT
 
 RT700 = REPO_ROOT / "firmware" / "rt700"
 INPUT_VARS = ("MCUX_SDK", "EXECUTORCH_ROOT", "NEUTRON_LIB_DIR", "ARMGCC_DIR", "MODEL", "RT700_SDK_DIR")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from test_serial_reader import ConsoleServer
 
-from hil.analysis.console import RunConfig
-from hil.errors import HilError, TargetError
+from hil.records.console import RunConfig
+from hil.base.errors import HilError, TargetError
 from hil.target.capture import RunContext
 from hil.target.ports import free_tcp_port
 from hil.target.run_config import RunPlan, check_echo

@@ -3,7 +3,7 @@ suffix for a repeat within one test, against names written out by hand."""
 
 from __future__ import annotations
 
-from hil.run_names import RunNames, model_label, run_label
+from hil.plugin.run_names import RunNames, model_label, run_label
 
 
 def test_a_file_model_is_named_by_its_stem_and_factory_and_a_built_in_by_its_name():

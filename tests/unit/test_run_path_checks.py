@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hil.errors import WriteError
-from hil.out_folder import JOURNAL_NAME, foreign_files
+from hil.base.errors import WriteError
+from hil.run.out_folder import JOURNAL_NAME, foreign_files
 from hil.target.elf_preflight import result_root
 from hil.target.qemu_fate import uart_peer
 
@@ -47,7 +47,7 @@ def test_a_file_over_the_size_limit_is_efbig_and_the_old_file_stays_whole(tmp_pa
     target.write_bytes(b"the earlier run's trace\n" * 10)
     before = hashlib.sha256(target.read_bytes()).hexdigest()
     code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096));"
-            "from hil import atomic; from hil.errors import WriteError\n"
+            "from hil.base import atomic; from hil.base.errors import WriteError\n"
             "try:\n    atomic.write_bytes(__import__('pathlib').Path(sys.argv[1]), bytes(10000))\n"
             "except WriteError as exc:\n    print(exc)")
     done = subprocess.run([sys.executable, "-c", code, str(target)], cwd=REPO, capture_output=True, text=True,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hil.config import load_board_config
-from hil.cli import exit_code_for
-from hil.errors import BuildError, EnvironmentFault
+from hil.config.board_config import load_board_config
+from hil.cli.main import exit_code_for
+from hil.base.errors import BuildError, EnvironmentFault
 from hil.firmware import kernel_sources as ks
 from hil.firmware.qemu_firmware import choose_qemu_firmware, time_base
 from hil.firmware.runtime_image import RuntimeSources, _first_error, _locked, _runtime_key

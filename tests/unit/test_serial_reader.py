@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hil.errors import TargetError, TimeoutExpired
+from hil.base.errors import TargetError, TimeoutExpired
 from hil.target.ports import free_tcp_port
 from hil.target.serial_reader import SerialReader
 

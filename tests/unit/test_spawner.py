@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from hil.cli import exit_code_for
-from hil.errors import TargetError, TimeoutExpired
+from hil.cli.main import exit_code_for
+from hil.base.errors import TargetError, TimeoutExpired
 from hil.target.process import ManagedProcess, os_children
 from hil.target.spawner import Lifeline, find_lifeline, spawn
 

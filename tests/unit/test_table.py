@@ -3,7 +3,7 @@ delegate's operator, ticks as the unit, a long name cut, notes and a wrapped war
 
 from __future__ import annotations
 
-from hil.analysis.table import format_table
+from hil.cli.table import format_table
 
 
 def _event(name, kind, p50, ops=(), method="forward"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hil.analysis.table import format_table
+from hil.cli.table import format_table
 
 # hil/firmware/sim_neutron_table.py's note for a simulated NPU, as a runtime-image profile carries it.
 SIMULATED_NPU_NOTE = "delegated outputs are not computed (simulated NPU): only its timing is"

@@ -15,8 +15,8 @@ import pytest
 import torch
 from test_serial_reader import ConsoleServer
 
-from hil.errors import InputError, TargetError
-from hil.numerics.tensors import ProgramIO, TensorSpec, check_inputs, tensor_from_bytes
+from hil.base.errors import InputError, TargetError
+from hil.records.tensors import ProgramIO, TensorSpec, check_inputs, tensor_from_bytes
 from hil.target.capture import RunContext
 from hil.target.ports import free_tcp_port
 from hil.target.serial_reader import SerialReader

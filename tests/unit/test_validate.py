@@ -1,4 +1,4 @@
-"""hil.validate: what each kind of file must hold, against files written by hand in this test.
+"""hil.records.validate: what each kind of file must hold, against files written by hand in this test.
 
 The profile, manifest and database rows here are typed out (not made by the harness), so each rule is
 checked against a file whose every field the test chose; each refusal is one FileContentError (exit
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from hil.cli import exit_code_for
-from hil.errors import FileContentError
-from hil.validate.history import check_event_row, check_header, check_run_row, check_tables
-from hil.validate.manifest import check_manifest, check_simulation
-from hil.validate.profile import check_baseline, check_profile
+from hil.cli.main import exit_code_for
+from hil.base.errors import FileContentError
+from hil.records.validate.history import check_event_row, check_header, check_run_row, check_tables
+from hil.records.validate.manifest import check_manifest, check_simulation
+from hil.records.validate.profile import check_baseline, check_profile
 
 PROFILE = {
     "schema": "et-hil/profile/1", "board": "qemu", "model": "net", "simulated": True, "iterations": 2,

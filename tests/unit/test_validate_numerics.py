@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from test_validate import PROFILE, _edited
 
-from hil.cli import exit_code_for
-from hil.errors import FileContentError
-from hil.validate.profile import check_baseline, check_profile
+from hil.cli.main import exit_code_for
+from hil.base.errors import FileContentError
+from hil.records.validate.profile import check_baseline, check_profile
 
 FIGURES = {"max_abs_error": 1.5e-8, "max_rel_error": 1.6e-7, "snr_db": 140.0, "cosine": 1.0, "bit_exact": False,
            "top1_agreement": 1.0}

@@ -1,6 +1,6 @@
 """Run folders as the pipeline writes them for each image and board, for the time-base tests.
 
-Each kind's profile.json and manifest.json keys are the ones hil.pipeline and
+Each kind's profile.json and manifest.json keys are the ones hil.run.pipeline and
 hil.firmware.qemu_firmware.annotations write (boards/qemu.toml: icount shift 2, 20 MHz tick, clocks
 324 / 250 MHz); the events come from the seeded generator. The expected key of each kind is written
 out by hand in `KEYS`, from those values, never derived by the product.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hil import atomic
+from hil.base import atomic
 from test_regress_synth import synth_profile
 
 NS = {"ticks_per_us": 1000.0, "neutron_ticks_per_us": 1000.0, "follows_clock": False, "unit": "us"}

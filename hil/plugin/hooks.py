@@ -1,0 +1,257 @@
+"""The pytest plugin: wires the settings (command line, environment, ini file: hil.plugin.settings) to fixtures.
+
+`pytest --board qemu` (or `--board rt700` on a bench) and a test gets a profiled run in one line:
+
+    def test_cifar10(hil_profile):
+        run = hil_profile("cifar10")
+        assert run.profile["totals_us"]["method_execute"] > 0
+
+Fixtures: `hil_profile` (profile a model), `hil_board` (the connected board, for your own firmware),
+`hil_board_config` (the board file), `hil_artifacts_dir` (this test's folder); the regression side
+adds `hil_budget` and the `hil_budget` marker (hil.plugin.regress_hooks). `@pytest.mark.hil_requires(...)`
+skips a test on a board without a feature (hil.config.capabilities); the board fixtures parametrize indirectly
+(hil.plugin.boards); what reaches the terminal is hil.plugin.output's business.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from hil.config import capabilities
+from hil.plugin import boards as plugin_boards
+from hil.config.board_config import BoardConfig
+from hil.base.defaults import DEFAULT_ITERATIONS
+from hil.base.errors import HilError, InputError
+from hil.config.options import OVERRIDES
+from hil.base.progress import Lines
+from hil.plugin.run_names import RunNames, run_label
+from hil.plugin.settings import BY_DEST, DEFAULT_ARTIFACTS, add_ini, option_help
+from hil.plugin.settings import resolve as resolve_settings
+
+if TYPE_CHECKING:  # imported when the fixture is used: it pulls in the board classes
+    from hil.run.board_session import BoardSession
+    from hil.firmware.qemu_firmware import Requirement
+
+# The run folders a test made, read by the regression hooks (hil.plugin.regress_hooks).
+RUN_FOLDERS = pytest.StashKey[list[Path]]()
+# Per test: run folder -> how to re-run it (`rerun(n)` -> the n-th confirmation run's folder), for --hil-confirm.
+RERUNS = pytest.StashKey[dict[str, Callable[[int], Path]]]()
+# The markers et-hil registers; a test carrying one, or using a `hil_*` fixture, is an et-hil test.
+MARKERS = ("device", "hil_budget", "hil_requires")
+
+
+def uses_et_hil(item: pytest.Item) -> bool:
+    """Whether `item` asked for et-hil (a `hil_*` fixture or one of MARKERS): the plugin's hooks act on those
+    tests only, and leave a project's other tests as they would be without et-hil."""
+    names = getattr(item, "fixturenames", ())
+    return any(name.startswith("hil_") for name in names) or any(item.get_closest_marker(m) is not None for m in MARKERS)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hil", "et-hil hardware-in-the-loop profiling")
+    # `--board` is the product's own word (`pytest --board rt700`); every other option carries the
+    # `--hil-` prefix so the plugin can share a session with pytest-embedded, labgrid and the like.
+    # No defaults here: a value not given comes from the environment, the ini file or the board file (hil.plugin.settings).
+    group.addoption("--board", metavar="NAME", help=option_help("board", "board to profile on (boards/NAME.toml); default qemu"))
+    group.addoption("--hil-board-config", dest="board_config", type=Path, metavar="FILE",
+                    help=option_help("board_config", "board file; wins over --board"))
+    group.addoption("--hil-artifacts", type=Path, metavar="DIR",
+                    help=option_help("hil_artifacts", f"root folder for run artifacts (default {DEFAULT_ARTIFACTS})"))
+    group.addoption("--hil-iterations", type=int, metavar="N", help=option_help("hil_iterations", f"inferences profiled per run (default {DEFAULT_ITERATIONS})"))
+    group.addoption("--hil-timeout", type=float, metavar="S",
+                    help=option_help("hil_timeout", "seconds allowed per board run (default: the board file's)"))
+    group.addoption("--hil-debug-outputs", action="store_true", default=False,
+                    help="record every operator's outputs on the target and name the first that drifts (hil.drift)")
+    group.addoption("--hil-drift-snr-db", type=float, default=None, metavar="DB",
+                    help="with --hil-debug-outputs: an operator below this SNR drifts (default 40)")
+    group.addoption("--hil-inputs", dest="hil_inputs", type=Path, default=None, metavar="FILE",
+                    help="input tensors (.pt/.npz) for every hil_profile run instead of the model's example inputs")
+    group.addoption("--hil-allow-nonfinite-inputs", dest="hil_allow_nonfinite_inputs", action="store_true",
+                    default=False, help="run inputs that hold NaN or infinity (refused by default)")
+    add_ini(parser)
+    for opt in OVERRIDES:  # those that are settings too (--hil-firmware) also come from the environment and ini
+        group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar,
+                        help=option_help(opt.dest, opt.help) if opt.dest in BY_DEST else opt.help)
+    from hil.lab.session import LAB_OPTIONS
+
+    for flag, dest, kind, metavar, text in LAB_OPTIONS:
+        group.addoption(flag, dest=dest, type=kind, default=None, metavar=metavar, help=text)
+
+
+@pytest.hookimpl(tryfirst=True)  # the settings are resolved before any other plugin reads an option
+def pytest_configure(config: pytest.Config) -> None:
+    from hil.plugin import output as plugin_output
+    from hil.target.process import stop_children_on_sigterm
+
+    resolve_settings(config)
+    config.addinivalue_line("markers", "device: profiles a model on the board chosen with --board")
+    config.addinivalue_line("markers", capabilities.MARKER_HELP)
+    plugin_output.configure(config)
+    stop_children_on_sigterm()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    from hil.plugin import output as plugin_output
+
+    plugin_output.draw_on_terminal(session.config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from hil.plugin import output as plugin_output
+
+    plugin_output.unconfigure(config)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """`@pytest.mark.hil_requires(...)`: skip, with the reason, on a board that lacks a feature (hil.config.capabilities)."""
+    if item.get_closest_marker(capabilities.MARKER) is None:
+        return
+    needed = capabilities.required(item)
+    reason = capabilities.missing(plugin_boards.load(item.config, plugin_boards.own_board(item)), needed)
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def _hil_board_pool(pytestconfig: pytest.Config) -> Iterator[plugin_boards.BoardPool]:
+    pool = plugin_boards.BoardPool(pytestconfig)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture(scope="session")
+def hil_board_config(request: pytest.FixtureRequest, _hil_board_pool: plugin_boards.BoardPool) -> BoardConfig:
+    """The board file chosen by the settings (`--board`, `--hil-board-config`, HIL_BOARD, `hil_board`), with its
+    overrides applied; in a shared lab, this session's own board (a lab-file entry, a labgrid place), held until
+    the session ends (hil.lab.session). Parametrized indirectly, the board the parameter names (hil.plugin.boards)."""
+    return _hil_board_pool.get(getattr(request, "param", plugin_boards.DEFAULT))
+
+
+def _board_for(request: pytest.FixtureRequest, hil_board_config: BoardConfig) -> BoardConfig:
+    """This test's board: the one it parametrized `hil_board` with, else `hil_board_config` (itself parametrized
+    or the session's). Both fixtures take `hil_board_config`, so either may be parametrized indirectly."""
+    params = getattr(getattr(request.node, "callspec", None), "params", {})
+    if "hil_board" in params:
+        return request.getfixturevalue("_hil_board_pool").get(params["hil_board"])
+    return hil_board_config
+
+
+def _history_requirement(config: pytest.Config, model: str, board: BoardConfig,
+                         delegate: str | None) -> Requirement | None:
+    """The runtime image, required when the board leaves the choice to `auto` and the history's series of
+    this program is a runtime series (hil.regress.series_image); None otherwise. A spec that names no
+    model gives None: the run itself then says what is wrong with it."""
+    if board.kind != "qemu" or board.get("qemu.firmware", "auto") != "auto":
+        return None
+    from hil.aot.models import resolve_spec
+    from hil.regress.series_image import required_by_history
+
+    try:
+        name = resolve_spec(model).name
+    except HilError:
+        return None
+    return required_by_history(config.getoption("hil_history", None), name,
+                               delegate or board.get("aot.delegate", "none"), board.name)
+
+
+# Longest folder name made from a test id (file systems allow 255 bytes; leave room for the hash).
+MAX_FOLDER_NAME = 120
+
+
+def _folder_name(text: str) -> str:
+    """A folder name for a test id or model name: readable, and unique for every distinct `text`.
+
+    Characters outside [A-Za-z0-9_.-] become `_`, so `a/b` and `a b` would meet in one folder, and
+    long ids cut at the same length would too: whenever the name is not `text` itself, a short hash
+    of `text` is appended. The result never is `.` or `..` and holds no separator.
+    """
+    readable = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
+    if readable == text and len(text) <= MAX_FOLDER_NAME and text not in ("", ".", ".."):
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()[:10]
+    return f"{readable[:MAX_FOLDER_NAME].strip('.')}-{digest}"
+
+
+def artifacts_subfolder(folder: Path, subdir: str) -> Path:
+    """`folder / subdir` for a test's own name of its run folder; InputError for one that would leave
+    `folder` (an absolute path, a `..` part) or name nothing."""
+    parts = Path(subdir).parts
+    if not subdir or Path(subdir).is_absolute() or any(part in ("..", ".") for part in parts):
+        raise InputError(f"hil_profile(subdir={subdir!r}): a relative folder inside {folder} without '..' is needed")
+    out = folder / subdir
+    if not out.resolve().is_relative_to(folder.resolve()):  # a symlink in the way
+        raise InputError(f"hil_profile(subdir={subdir!r}) leads outside {folder} ({out.resolve()})")
+    return out
+
+
+@pytest.fixture
+def hil_artifacts_dir(request: pytest.FixtureRequest) -> Path:
+    """This test's own artifacts folder, kept after the run whatever the outcome; one per test id."""
+    root = Path(request.config.getoption("hil_artifacts"))
+    folder = root / _folder_name(request.node.nodeid)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+def hil_board(request: pytest.FixtureRequest, hil_board_config: BoardConfig,
+              hil_artifacts_dir: Path) -> Iterator[BoardSession]:
+    """The connected board, for a test that brings its own firmware: `flash(elf)`, `console.expect(pattern,
+    timeout)`, `configure(iterations, warmup)`, `run_to(breakpoint)`, `read_etdump(result_expr)`,
+    `profile(etrecord)` (hil.run.board_session). Its files land in the test's artifacts folder, under board/;
+    everything it started is stopped when the test ends. Parametrized indirectly, the board the parameter names."""
+    from hil.run.board_session import BoardSession
+
+    session = BoardSession(_board_for(request, hil_board_config), hil_artifacts_dir / "board")
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+@pytest.fixture
+def hil_profile(
+    request: pytest.FixtureRequest, hil_board_config: BoardConfig, hil_artifacts_dir: Path
+) -> Callable[..., Any]:
+    """Factory: `hil_profile(model, **options)` profiles `model` on the chosen board and returns a RunResult."""
+    from hil.run.pipeline import RunRequest, run_profile
+
+    config = request.config
+    names = RunNames()
+
+    def profile(model: str, *, subdir: str | None = None, **options: Any) -> Any:
+        options.setdefault("iterations", config.getoption("hil_iterations"))
+        options.setdefault("timeout_s", config.getoption("hil_timeout"))
+        options.setdefault("warmup", config.getoption("hil_warmup"))
+        options.setdefault("debug_outputs", bool(config.getoption("hil_debug_outputs")))
+        options.setdefault("drift_snr_db", config.getoption("hil_drift_snr_db"))
+        options.setdefault("inputs_file", config.getoption("hil_inputs"))
+        options.setdefault("allow_nonfinite_inputs", bool(config.getoption("hil_allow_nonfinite_inputs")))
+        board = options.pop("board", None) or _board_for(request, hil_board_config)
+        if "required_firmware" not in options:
+            options["required_firmware"] = _history_requirement(config, model, board, options.get("delegate"))
+        if subdir is not None:
+            out = artifacts_subfolder(hil_artifacts_dir, subdir)
+        else:  # one folder per run (hil.plugin.run_names), so two runs of a test never overwrite each other
+            label = run_label(model, options.get("delegate") or board.get("aot.delegate", "none"))
+            out = hil_artifacts_dir / names.take(_folder_name(label))
+
+        def rerun(index: int) -> Path:
+            again = out.with_name(f"{out.name}-confirm{index}")
+            return run_profile(RunRequest(model=model, board=board, out_dir=again, **options)).out_dir
+
+        request.node.stash.setdefault(RERUNS, {})[str(out.resolve())] = rerun
+        try:
+            return run_profile(RunRequest(model=model, board=board, out_dir=out, **options), progress=Lines())
+        finally:  # failed runs are reported (history, JUnit) too
+            request.node.stash.setdefault(RUN_FOLDERS, []).append(out)
+
+    return profile
