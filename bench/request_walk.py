@@ -8,7 +8,9 @@ needed) with `sys.setprofile`, and counts, over the run's main thread:
 
 - files entered: distinct files of hil/ that a call went into;
 - climbs: calls into a file other than the one the walk was last in, on a higher floor than that one;
-- the same two figures for the request's check alone (check_request and all it calls), and the visits per
+- upward calls: calls whose caller's file sits on a lower floor than the callee's (a callback or a lower
+  module reaching up): the climbs a reader cannot avoid, whatever the order of the calls;
+- the same figures for the request's check alone (check_request and all it calls), and the visits per
   file there.
 
 Usage: python bench/request_walk.py [TREE ...]   (default: this checkout; pass an older checkout to compare;
@@ -38,6 +40,7 @@ else:
     pipeline = importlib.import_module("hil.run.pipeline")
     configs = importlib.import_module("hil.config.board_config")
 walk, request_walk = [], []
+upward = {"run": [], "request": []}
 state = {"last": None, "check": None}
 
 def floor(path):
@@ -56,6 +59,12 @@ def profiler(frame, event, arg):
     if frame.f_code.co_name == "check_request" and state["check"] is None:
         state["check"] = frame
         state["last"] = None  # the request's walk starts in check_request's own file
+    caller = frame.f_back.f_code.co_filename if frame.f_back is not None else ""
+    if caller.startswith(str(package)) and caller != path and floor(path) > floor(caller):
+        pair = (str(Path(caller).relative_to(package)), str(Path(path).relative_to(package)))
+        upward["run"].append(pair)
+        if state["check"] is not None:
+            upward["request"].append(pair)
     if path == state["last"]:
         return
     state["last"] = path
@@ -72,19 +81,20 @@ try:
 finally:
     sys.setprofile(None)
 
-def figures(files):
+def figures(files, up):
     climbs = sum(1 for a, b in zip(files, files[1:]) if floor(b) > floor(a))
     visits = {}
     for f in files:
         name = str(Path(f).relative_to(package))
         visits[name] = visits.get(name, 0) + 1
     return {"files_entered": len(set(files)), "entries": len(files), "climbs": climbs,
-            "most_visited": sorted(visits.items(), key=lambda kv: -kv[1])[:6]}
+            "most_visited": sorted(visits.items(), key=lambda kv: -kv[1])[:6],
+            "upward_calls": len(up), "upward_pairs": sorted(set(up))[:6]}
 
 if os.environ.get("WALK_SHOW"):
     for f in request_walk:
         print(floor(f), Path(f).relative_to(package), file=sys.stderr)
-print(json.dumps({"run": figures(walk), "request": figures(request_walk)}))
+print(json.dumps({"run": figures(walk, upward["run"]), "request": figures(request_walk, upward["request"])}))
 '''
 
 
@@ -107,6 +117,8 @@ def main(argv: list[str]) -> int:
             top = ", ".join(f"{name} {count}" for name, count in f["most_visited"])
             print(f"{tree}: {part}: {f['files_entered']} files entered, {f['entries']} entries, {f['climbs']} climbs"
                   f" back up; most visited: {top}")
+            pairs = ", ".join(f"{a} -> {b}" for a, b in f["upward_pairs"]) or "none"
+            print(f"{tree}: {part}: {f['upward_calls']} calls from a lower floor up into a higher one: {pairs}")
     return 0
 
 
