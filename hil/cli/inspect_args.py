@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hil.base.errors import AnalysisError, FileContentError, InputError
 from hil.base.checks import finite_number
+from hil.records.validate import etdump
 from hil.records.validate.pte import IDENTIFIER_AT, PTE_IDENTIFIER, check_pte_bytes
 
 # ExecuTorch writes an ETRecord with zipfile.ZipFile (devtools/etrecord/_etrecord.py): a zip's first
@@ -55,10 +56,13 @@ def _head(path: Path, size: int) -> bytes:
 
 
 def _magic(args: argparse.Namespace, is_dir: bool) -> None:
-    """A --pte that is no ExecuTorch program and an ETRecord that is no zip, named before the import.
+    """A bare dump that is no ETDump, a --pte that is no ExecuTorch program and an ETRecord that is no zip,
+    named before the import.
 
     `hil inspect --pte serial.log` was refused by the ET12 check only after executorch's import (14.6 s,
     issue 32): the identifiers are a few bytes each, read here."""
+    if not is_dir:
+        etdump.check_etdump_bytes(_head(Path(args.path), etdump.HEAD_BYTES), args.path)
     if args.pte is not None:
         check_pte_bytes(_head(args.pte, IDENTIFIER_AT + len(PTE_IDENTIFIER)), args.pte)
     if args.etrecord is not None and not is_dir:

@@ -73,7 +73,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--hil-inputs", dest="hil_inputs", type=Path, default=None, metavar="FILE",
                     help="input tensors (.pt/.npz) for every hil_profile run instead of the model's example inputs")
     group.addoption("--hil-allow-nonfinite-inputs", dest="hil_allow_nonfinite_inputs", action="store_true",
-                    default=False, help="run inputs that hold NaN or infinity (refused by default)")
+                    default=None, help=option_help("hil_allow_nonfinite_inputs",
+                                                   "run inputs that hold NaN or infinity (refused by default)"))
     add_ini(parser)
     for opt in OVERRIDES:  # those that are settings too (--hil-firmware) also come from the environment and ini
         group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar,

@@ -1,7 +1,8 @@
 """Project defaults for the pytest plugin: ini keys and environment variables beside the command line.
 
 A setting a project keeps for every run (the board, the artifacts folder, iterations, warm-up,
-timeout, baseline, history, tolerance, the QEMU firmware) can live where pytest users look for it:
+timeout, baseline, history, tolerance, the QEMU firmware, whether inputs holding NaN or infinity run)
+can live where pytest users look for it:
 
     [tool.pytest.ini_options]          # or pytest.ini / tox.ini / setup.cfg
     hil_board = "rt700"
@@ -35,6 +36,15 @@ from hil.regress.compare import DEFAULT_TOLERANCE, parse_tolerance
 
 
 DEFAULT_ARTIFACTS = Path("hil-artifacts")
+SWITCH_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
+def switch(text: str) -> bool:
+    """A yes/no setting as the environment or an ini file spells it; any other word is refused, never taken for no."""
+    value = SWITCH_WORDS.get(text.strip().lower())
+    if value is None:
+        raise ValueError(f"say one of {', '.join(SWITCH_WORDS)}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,8 @@ SETTINGS: tuple[Setting, ...] = (
             "relative slowdown allowed (default 5%)"),
     Setting("hil_firmware", "hil_firmware", "HIL_FIRMWARE", firmware_choice, None,
             "QEMU firmware: runtime, replay or auto (default: the board file's [qemu].firmware)"),
+    Setting("hil_allow_nonfinite_inputs", "hil_allow_nonfinite_inputs", "HIL_ALLOW_NONFINITE_INPUTS", switch, False,
+            "run inputs that hold NaN or infinity (refused by default; 1/true/yes/on or 0/false/no/off)"),
 )
 BY_DEST = {s.dest: s for s in SETTINGS}
 # Where each setting's value came from (hil.plugin.settings.origins), kept from `resolve`.

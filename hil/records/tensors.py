@@ -23,6 +23,10 @@ SCALAR_TYPES: dict[int, str] = {
     11: "bool", 15: "bfloat16",
 }
 INPUT_SUFFIXES = (".pt", ".npz")
+# numpy.savez writes a zip (numpy/lib/npyio.py, savez -> zipfile_factory); numpy.load reads a file that does not
+# start with these bytes as a pickle, and refuses it with advice to allow pickles, which is no fix for a damaged
+# file: so a .npz that is no zip is said to be one first (APPNOTE.TXT 4.3.7: a local file header's signature).
+ZIP_MAGIC = b"PK\x03\x04"
 # Where torch.load(weights_only=True) says what it found in the file, after its advice.
 WEIGHTS_ERROR = "WeightsUnpickler error:"
 
@@ -103,14 +107,32 @@ def program_io(pte: Path, method: str = "forward") -> ProgramIO:
                      tuple(spec(meta.output_tensor_meta, i) for i in range(meta.num_outputs())))
 
 
+def check_inputs_path(path: Path) -> Path:
+    """`path` when it can be an inputs file: a readable file named .pt or .npz, a .npz being a zip; InputError (one
+    line naming the file) otherwise. Needs no torch: `hil run` calls it before the frameworks' import."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"inputs file {path} is a folder, not a file")
+    if not path.is_file():
+        raise InputError(f"inputs file {path} does not exist")
+    if path.suffix not in INPUT_SUFFIXES:
+        raise InputError(f"inputs file {path} is not {' or '.join(INPUT_SUFFIXES)}")
+    try:
+        with path.open("rb") as file:
+            head = file.read(len(ZIP_MAGIC))
+    except OSError as exc:
+        raise InputError(f"inputs file {path} cannot be read: {exc.strerror or exc}") from exc
+    if path.suffix == ".npz" and head != ZIP_MAGIC:
+        what = f"it starts with {head!r}" if head else "an empty file"
+        raise InputError(f"inputs file {path} is not a .npz (a zip of .npy arrays, numpy.savez): {what}")
+    return path
+
+
 def load_inputs_file(path: Path) -> tuple[list[str], list["torch.Tensor"]]:
     """Names and tensors of a `--hil-inputs` file: a .pt (a tensor, or a tuple/list of them) or a .npz (in order)."""
     import torch
 
-    path = Path(path)
-    if path.suffix not in INPUT_SUFFIXES or not path.is_file():
-        state = "does not exist" if not path.is_file() else f"is not {' or '.join(INPUT_SUFFIXES)}"
-        raise InputError(f"inputs file {path} {state}")
+    path = check_inputs_path(path)
     try:
         if path.suffix == ".npz":
             import numpy as np

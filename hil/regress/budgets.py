@@ -76,6 +76,21 @@ class Violation:
 NON_NEGATIVE = ("total_us", "memory_bytes", "max_abs_error", "ops", "memory")
 
 
+def budget_limit(key: str, value: Any, source: str, group: str | None = None) -> float:
+    """One limit of a budget, checked: a finite number (no bool), >= 0 where it is a duration or a size (NON_NEGATIVE,
+    by `group` for a table's entries), a share for npu_fraction_min; else a BoardConfigError naming `source` and the
+    key (`ops['aten.add.Tensor']` for an entry of `group`). The one rule for every limit, wherever the budget comes
+    from (a marker, a budgets file), for any new table of limits too."""
+    name = key if group is None else f"{group}[{key!r}]"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise BoardConfigError(f"budget from {source}: {name} must be a finite number, got {value!r}")
+    if (group or key) in NON_NEGATIVE and value < 0:
+        raise BoardConfigError(f"budget from {source}: {name} must be >= 0 (a duration or size), got {value!r}")
+    if group is None and key == "npu_fraction_min" and not 0 <= value <= 1:
+        raise BoardConfigError(f"budget from {source}: {name} must be a share between 0 and 1, got {value!r}")
+    return value
+
+
 def budget_from_mapping(values: dict[str, Any], source: str) -> Budget:
     """Build a Budget from marker kwargs or a TOML table; an unknown key or a limit that is no finite
     number (or negative where it is a duration or size) is a BoardConfigError naming `source` and the key."""
@@ -83,25 +98,15 @@ def budget_from_mapping(values: dict[str, Any], source: str) -> Budget:
     if unknown:
         raise BoardConfigError(f"budget from {source}: unknown key(s) {unknown}; known: {list(BUDGET_KEYS)}")
 
-    def number(key: str, value: Any = None, group: str | None = None) -> float | None:
-        value = values.get(key) if group is None else value
-        if value is None and group is None:
-            return None
-        name = key if group is None else f"{group}[{key!r}]"
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise BoardConfigError(f"budget from {source}: {name} must be a finite number, got {value!r}")
-        if (group or key) in NON_NEGATIVE and value < 0:
-            raise BoardConfigError(f"budget from {source}: {name} must be >= 0 (a duration or size), got {value!r}")
-        if key == "npu_fraction_min" and not 0 <= value <= 1:
-            raise BoardConfigError(f"budget from {source}: {name} must be a share between 0 and 1, got {value!r}")
-        return value
+    def number(key: str) -> float | None:
+        return None if values.get(key) is None else budget_limit(key, values[key], source)
 
     limits = {}
     for group in ("ops", "memory"):
         table = values.get(group) or {}
         if not isinstance(table, Mapping):
             raise BoardConfigError(f"budget from {source}: {group} must be a table of limits, got {table!r}")
-        limits[group] = {key: number(key, value, group) for key, value in table.items()}
+        limits[group] = {key: budget_limit(key, value, source, group) for key, value in table.items()}
     mem = number("memory_bytes")
     return Budget(number("total_us"), number("npu_fraction_min"), limits["ops"], None if mem is None else int(mem),
                   limits["memory"], source, number("snr_db_min"), number("max_abs_error"))

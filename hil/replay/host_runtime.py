@@ -20,12 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hil.base.errors import ModelError
+from hil.records.validate.etdump import ETDUMP_IDENTIFIER, HEAD_BYTES, IDENTIFIER_AT
 from hil.records.validate.pte import PTE_IDENTIFIER
 
 if TYPE_CHECKING:
     import torch
-
-ETDUMP_IDENTIFIER = b"ED00"
 
 
 def host_etdump(
@@ -63,6 +62,6 @@ def host_etdump(
             data = etdump_path.read_bytes()
     finally:
         del module  # before `program`, which it points into
-    if data[8:12] != ETDUMP_IDENTIFIER:
+    if data[IDENTIFIER_AT:HEAD_BYTES] != ETDUMP_IDENTIFIER:
         raise ModelError(f"host runtime ETDump for {label} lacks the size-prefixed {ETDUMP_IDENTIFIER!r} header")
     return data

@@ -6,8 +6,9 @@ BoardConfigError with one line naming the value, the limit and where the limit c
 Why up front: checked where it is used, a bad value surfaces late and as a traceback (`--iterations 100000`
 after two minutes of simulation, `--jitter nan` deep in the cost model), or not at all (`--timeout 0` taken
 for "the board's default"). What a valid number is lives in hil.base.checks, shared with the board-file
-schema; what depends on the exported program (its size, the inputs file) is checked once it exists
-(hil.config.inputs.check_model_fits, hil.numerics.check.run_inputs).
+schema; what depends on the exported program (its size, whether the inputs fit it) is checked once it exists
+(hil.config.inputs.check_model_fits, hil.numerics.check.run_inputs); the inputs file itself (there, a file,
+.pt or .npz, readable) is checked here.
 
 The run-count limit is static: the image's real `max_runs` is only known once it runs (the
 run-configuration handshake reads it and still refuses a larger plan), but both et-hil firmwares
@@ -32,6 +33,7 @@ from hil.base.errors import BoardConfigError, InputError
 from hil.boards import KINDS
 from hil.boards.base import RunPlan
 from hil.config.board_config import BoardConfig, RunSettings
+from hil.records.tensors import check_inputs_path
 from hil.firmware.qemu_firmware import Requirement
 
 # HIL_MAX_RUNS's default in firmware/common/hil_result.h: what a board file without [limits] allows.
@@ -119,6 +121,8 @@ def check_request(request: RunRequest, report: Callable[[str], None] | None = No
     if request.delegate is not None and request.delegate not in (*available_delegates(), "auto"):
         raise InputError(f"unknown delegate '{request.delegate}'; available: {', '.join(available_delegates())}, auto")
     delegate = choose_delegate(request, report, board.delegate)
+    if request.inputs_file is not None and request.numerics:  # a missing or foreign file, before the import
+        check_inputs_path(request.inputs_file)
     elf = firmware_elf(cfg, resolved.name, delegate, board.elf)
     if elf is not None:  # the breakpoint, result and handshake symbols are in it, or nothing starts
         from hil.target.elf_preflight import check_run_symbols

@@ -10,11 +10,9 @@ conversation goes to the transcript (mi.log), the evidence when a run goes wrong
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,8 @@ from pygdbmi.IoManager import IoManager
 
 from hil.base.atomic import file_mode, write_bytes
 from hil.base.errors import TargetError, TimeoutExpired
-from hil.target.process import ManagedProcess
+from hil.target.mi_records import StopEvent, mi_quote, render, stop_event
+from hil.target.process import TERMINATE_GRACE_S, ManagedProcess
 
 # pygdbmi waits this long for more output after each burst (its 0.2 s default costs 0.2 s a command);
 # nothing here needs the wait, since every command waits for its own result record, so it is kept just
@@ -34,42 +33,8 @@ PUMP_S = 0.25
 READ_CHUNK = 64 * 1024
 # Bytes per -data-write-memory-bytes (sent as hex: twice as many characters on gdb's stdin).
 WRITE_CHUNK = 16 * 1024
-# Longest record payload written to the transcript.
-TRANSCRIPT_MAX = 600
-# Stop reasons after which the target is gone (the run is over, whatever the cause).
-GONE_REASONS = frozenset({"exited", "exited-normally", "exited-signalled", "disconnected"})
-
-
-@dataclass(frozen=True)
-class StopEvent:
-    """Why the target stopped: gdb's `*stopped` reason, or "disconnected" when the stub went away."""
-
-    reason: str
-    frame_func: str | None = None
-    exit_code: int | None = None
-    breakpoint: int | None = None
-    detail: str = ""
-
-    @property
-    def target_gone(self) -> bool:
-        return self.reason in GONE_REASONS
-
-    def describe(self) -> str:
-        parts = [self.reason]
-        if self.frame_func:
-            parts.append(f"in {self.frame_func}")
-        if self.exit_code is not None:
-            parts.append(f"exit code {self.exit_code}")
-        if self.detail:
-            parts.append(self.detail)
-        return ", ".join(parts)
-
-
-def mi_quote(text: str) -> str:
-    """`text` as an MI c-string parameter."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
+# Seconds a gdb busy with an unanswered command gets after SIGTERM before SIGKILL (it reads no -gdb-exit).
+BUSY_GRACE_S = 0.5
 class GdbMiSession:
     """gdb (`--interpreter=mi3`) with one ELF loaded, driven command by command."""
 
@@ -100,6 +65,7 @@ class GdbMiSession:
         self._events: list[dict[str, Any]] = []
         self._streams: list[str] = []
         self._closed = False
+        self._unanswered: str | None = None  # the command gdb is still busy with (a signal or a timeout left it)
         try:
             # Asynchronous MI: gdb keeps reading commands while the target runs, so -exec-interrupt
             # works (with the default synchronous mode gdb ignores stdin until the target stops).
@@ -132,7 +98,7 @@ class GdbMiSession:
         except (OSError, ValueError) as exc:
             raise self._died(f"reading its output failed: {exc}") from exc
         for record in records:
-            self._note(f"<- {_render(record)}")
+            self._note(f"<- {render(record)}")
             kind = record.get("type")
             if kind == "result" and record.get("token") is not None:
                 self._results[int(record["token"])] = record
@@ -159,6 +125,7 @@ class GdbMiSession:
         token = next(self._tokens)
         self._streams.clear()
         self._note(f"-> {token}{mi_command}")
+        self._unanswered = mi_command
         try:
             self._io.write(f"{token}{mi_command}", timeout_sec=timeout, read_response=False)
         except (OSError, ValueError) as exc:
@@ -178,6 +145,7 @@ class GdbMiSession:
                 )
             self._pump(min(PUMP_S, remaining))
         result = self._results.pop(token)
+        self._unanswered = None
         if result.get("message") == "error":
             msg = (result.get("payload") or {}).get("msg", "unknown error")
             raise TargetError(f"{self.name}: '{mi_command}' failed: {msg} (transcript: {self.transcript_path})")
@@ -263,7 +231,7 @@ class GdbMiSession:
             payload = record.get("payload") or {}
             message = record.get("message")
             if record.get("type") == "notify" and message == "stopped":
-                return _stop_event(payload)
+                return stop_event(payload)
             if record.get("type") == "notify" and message == "thread-group-exited" and "exit-code" not in payload:
                 return StopEvent("disconnected", detail="the GDB stub went away")
             if record.get("type") == "log" and "Remote connection closed" in str(payload):
@@ -362,20 +330,27 @@ class GdbMiSession:
     # -- shutdown --------------------------------------------------------------------------
 
     def close(self, timeout: float = 2.0) -> None:
-        """`-gdb-exit`, then make sure gdb is gone; safe on every path and twice."""
+        """`-gdb-exit`, then make sure gdb is gone; safe on every path and twice.
+
+        A gdb still inside a command (a `dump` the user interrupted with Ctrl-C or SIGTERM, one past its
+        timeout) reads no other until that one ends: asked to exit, it made an interrupted read-out
+        wait 2 s for no answer and 2 s more for the exit (4.1 s). It is ended at once instead."""
         if self._closed:
             return
-        if self._process.alive:
+        if self._unanswered is not None:
+            self._note(f"[closing while '{self._unanswered}' is unanswered: gdb is ended, not asked to exit]")
+        elif self._process.alive:
             try:
                 self.command("-gdb-exit", timeout)
             except TargetError:
                 pass  # already dying, or exited before answering: close() below settles it
         self._closed = True
-        try:
-            self._process.wait(timeout)
-        except TargetError:
-            pass
-        self._process.close()
+        if self._unanswered is None:
+            try:
+                self._process.wait(timeout)
+            except TargetError:
+                pass
+        self._process.close(grace=BUSY_GRACE_S if self._unanswered is not None else TERMINATE_GRACE_S)
         try:
             self._transcript.close()
         except OSError:
@@ -386,32 +361,3 @@ class GdbMiSession:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
-
-
-def _stop_event(payload: dict[str, Any]) -> StopEvent:
-    frame = payload.get("frame") or {}
-    exit_code = payload.get("exit-code")
-    bkptno = payload.get("bkptno")
-    return StopEvent(
-        reason=str(payload.get("reason", "stopped")),
-        frame_func=frame.get("func"),
-        # gdb prints exit codes in octal ("03").
-        exit_code=int(exit_code, 8) if exit_code is not None else (0 if payload.get("reason") == "exited-normally" else None),
-        breakpoint=int(bkptno) if bkptno is not None else None,
-        detail=str(payload.get("signal-name", "")),
-    )
-
-
-def _render(record: dict[str, Any]) -> str:
-    """One MI record as a transcript line."""
-    token = record.get("token")
-    head = f"{token if token is not None else ''}{record.get('type')}"
-    if record.get("message"):
-        head += f" {record['message']}"
-    payload = record.get("payload")
-    if payload is None:
-        return head
-    text = repr(payload) if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
-    if len(text) > TRANSCRIPT_MAX:  # memory reads: keep the log readable, the bytes are in the dump
-        text = f"{text[:TRANSCRIPT_MAX]}... ({len(text)} chars)"
-    return f"{head} {text}"

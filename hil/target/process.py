@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -28,6 +29,9 @@ from hil.target.spawner import START_TIMEOUT_S, spawn
 
 # Seconds a child gets to exit after SIGTERM before it is killed.
 TERMINATE_GRACE_S = 2.0
+
+# The longest sleep between two looks at a child that is being waited for (Popen.wait's own step too).
+WAIT_STEP_S = 0.05
 
 _registry_lock = threading.Lock()
 _registry: list["ManagedProcess"] = []
@@ -113,7 +117,7 @@ class ManagedProcess:
         if self.popen is None:
             raise TargetError(f"{self.name}: was never started")
         try:
-            return self.popen.wait(timeout=timeout)
+            return wait_exit(self.popen, timeout)
         except subprocess.TimeoutExpired as exc:
             raise TimeoutExpired(
                 f"{self.name} (pid {self.popen.pid}) still running after {timeout:g} s (log: {self.log_path})"
@@ -130,11 +134,11 @@ class ManagedProcess:
         if popen.poll() is None:
             _signal_group(popen.pid, signal.SIGTERM)
             try:
-                popen.wait(timeout=grace)
+                wait_exit(popen, grace)
             except subprocess.TimeoutExpired:
                 _signal_group(popen.pid, signal.SIGKILL)
                 try:
-                    popen.wait(timeout=grace)
+                    wait_exit(popen, grace)
                 except subprocess.TimeoutExpired:
                     pass  # unkillable (D state); the registry keeps it visible
         # The leader may be gone while something it spawned still runs in its group.
@@ -168,6 +172,24 @@ class ManagedProcess:
     def __repr__(self) -> str:
         state = "not started" if self.popen is None else ("alive" if self.alive else f"exited {self.returncode}")
         return f"ManagedProcess({self.name!r}, pid={self.pid}, {state})"
+
+
+def wait_exit(popen: "subprocess.Popen[bytes]", timeout: float) -> int:
+    """`popen.wait(timeout)`, less the quarter second CPython adds when a KeyboardInterrupt (Ctrl-C, or SIGTERM
+    and SIGHUP: stop_children_on_sigterm) reaches it: Popen.wait then waits 0.25 s more for the child "under the
+    common assumption that it also received the ^C" (Lib/subprocess.py, Popen.wait and `_sigint_wait_secs =
+    0.25`, 3.11.7 lines 882 and 1259-1279). A managed child runs in a session of its own and never gets the
+    terminal's signal, so that wait only delayed every interrupted export by 0.25 s. Raises
+    subprocess.TimeoutExpired as Popen.wait does."""
+    deadline = time.monotonic() + timeout
+    step = 0.0005
+    while (status := popen.poll()) is None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise subprocess.TimeoutExpired(popen.args, timeout)
+        step = min(step * 2, remaining, WAIT_STEP_S)
+        time.sleep(step)
+    return status
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

@@ -5,7 +5,9 @@ a generous time bound, the artifacts a failed run keeps (manifest.json with stat
 logs) and that no QEMU, gdb or debug server is left behind. Row 1 (no orphans, even after kill -9)
 is tests/system/test_no_orphans.py; the rows of the run path's own faults (what --out may name, a model
 that exits or hangs, a full disk, symbols missing from the ELF, QEMU killed, a busy UART, SIGTERM) are
-tests/system/test_fault_matrix_run_path.py.
+tests/system/test_fault_matrix_run_path.py; a signal in each other step (import, export, read-out) is
+test_fault_matrix_signals.py; inputs and budgets a user feeds a run, test_fault_matrix_inputs.py; files
+handed back to `hil` damaged or foreign, test_fault_matrix_readers.py.
 """
 
 from __future__ import annotations

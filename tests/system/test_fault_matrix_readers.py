@@ -119,13 +119,25 @@ def test_inspect_reads_a_manifest_without_the_neutron_clock_and_refuses_a_clock_
     assert elapsed < 120
 
 
-def test_inspect_refuses_a_console_log_given_as_the_pte_before_the_import(hil, runs):
+@pytest.mark.parametrize(("given", "offset", "kind"), [
+    (("{run}", "--pte", "{log}"), 4, "is not an ExecuTorch program (.pte)"),  # the flatbuffer's file identifier
+    (("{log}", "--etrecord", "{run}/etrecord.bin"), 8, "is not an ETDump (a size-prefixed flatbuffer)"),  # after the size
+])
+def test_inspect_refuses_a_console_log_given_as_a_flatbuffer_before_the_import(hil, runs, given, offset, kind):
     log = runs["cpu"] / "serial.log"
-    found = log.read_bytes()[4:8]  # where a flatbuffer's file identifier sits
-    done, elapsed = hil("inspect", str(runs["cpu"]), "--pte", str(log))
-    assert one_line(done) == (f"hil inspect: {log} is not an ExecuTorch program (.pte): file identifier {found!r} "
-                              "at offset 4, not b'ET12'")
-    assert elapsed < 30  # refused before executorch's import (14.6 s before, issue 32)
+    found = log.read_bytes()[offset:offset + 4]
+    want = b"ET12" if offset == 4 else b"ED00"
+    done, elapsed = hil("inspect", *(word.format(run=runs["cpu"], log=log) for word in given))
+    assert one_line(done) == f"hil inspect: {log} {kind}: file identifier {found!r} at offset {offset}, not {want!r}"
+    assert elapsed < 5  # refused before torch's and executorch's import (14.6 s before, issue 32)
+
+
+def test_inspect_refuses_a_console_log_given_as_the_etrecord_before_the_import(hil, runs):
+    log = runs["cpu"] / "serial.log"
+    done, elapsed = hil("inspect", str(runs["cpu"] / "trace.etdump"), "--etrecord", str(log))
+    assert one_line(done) == (f"hil inspect: ETRecord {log} is not an ETRecord (a zip file): it starts with"
+                              f" {log.read_bytes()[:4]!r}")
+    assert elapsed < 5
 
 
 def test_inspect_refuses_a_manifest_whose_file_size_is_wrong(hil, run):

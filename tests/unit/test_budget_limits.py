@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hil.base.errors import BoardConfigError
-from hil.regress.budgets import budget_from_mapping, check_budget_file
+from hil.regress.budgets import budget_from_mapping, budget_limit, check_budget_file
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,3 +65,15 @@ def test_pytest_refuses_a_bad_budget_before_any_test_runs(tmp_path, where, says)
     assert done.returncode == 4, done.stdout + done.stderr
     assert [line for line in done.stderr.splitlines() if line] == [f"ERROR: {says.format(budgets=budgets)}"]
     assert not (tmp_path / "ran").exists()
+
+
+def test_one_limit_is_checked_by_the_same_rule_outside_a_budget():
+    """budget_limit is the rule budget_from_mapping applies to every limit (a new table of limits reuses it)."""
+    assert budget_limit("total_us", 0, "m") == 0 and budget_limit("planned", 4096, "m", group="memory") == 4096
+    with pytest.raises(BoardConfigError) as caught:
+        budget_limit("conv1", -2, "file.toml [m]", group="ops")
+    assert str(caught.value) == "budget from file.toml [m]: ops['conv1'] must be >= 0 (a duration or size), got -2"
+    with pytest.raises(BoardConfigError) as caught:
+        budget_limit("snr_db_min", math.nan, "m")
+    assert str(caught.value) == "budget from m: snr_db_min must be a finite number, got nan"
+    assert budget_limit("snr_db_min", -20, "m") == -20  # decibels may be negative

@@ -107,13 +107,13 @@ console_main()
 
 
 @pytest.mark.parametrize(("args", "torn_down"), [
-    # files that are there but hold no ETDump/ETRecord (the ETRecord only a zip's first 4 bytes, which pass the
-    # magic check made before the imports): the Inspector (torch) is loaded before they are read
+    # files that are there but hold no ETDump/ETRecord (each only the header that passes the magic check made
+    # before the imports): the Inspector (torch) is loaded before they are read
     (["inspect", "{tmp}/empty.etdump", "--etrecord", "{tmp}/empty.bin"], False),
     (["compare", "no-such-a.json", "no-such-b.json"], True),  # never loads torch: an ordinary exit
 ])
 def test_the_hil_command_skips_the_teardown_only_once_torch_is_loaded(tmp_path, args, torn_down):
-    (tmp_path / "empty.etdump").write_bytes(b"")
+    (tmp_path / "empty.etdump").write_bytes(bytes(8) + b"ED00")  # a size prefix and root offset of 0, "ED00"
     (tmp_path / "empty.bin").write_bytes(b"PK\x03\x04")  # a zip's local-file magic, and nothing after it
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout buffered, as usual

@@ -69,8 +69,8 @@ def files(tmp_path: Path) -> dict[str, Path]:
     run.mkdir()
     made = {"run": run, "dump": tmp_path / "trace.etdump", "record": tmp_path / "etrecord.bin",
             "pte": tmp_path / "model.pte", "board": tmp_path / "board.toml"}
-    for name in ("dump", "board"):
-        made[name].write_bytes(b"x")
+    made["board"].write_bytes(b"x")
+    made["dump"].write_bytes(b"\x18\x00\x00\x00\x0c\x00\x00\x00ED00" + bytes(12))  # size, root offset, "ED00"
     made["pte"].write_bytes(b"\x1c\x00\x00\x00ET12" + bytes(24))  # root offset, then the program schema's "ET12"
     made["record"].write_bytes(b"PK\x03\x04" + bytes(26))  # a zip's local file header signature
     made["serial"] = tmp_path / "serial.log"
@@ -113,6 +113,15 @@ def test_arguments_that_can_work_pass(files: dict[str, Path]):
     (["{dump}", "--etrecord", "{serial}"], FileContentError,
      "ETRecord {serial} is not an ETRecord (a zip file): it starts with b'hil:'"),
     (["{dump}", "--etrecord", "{empty}"], FileContentError, "ETRecord {empty} is not an ETRecord (a zip file): an empty file"),
+    (["{serial}", "--etrecord", "{record}"], FileContentError,  # "hil:" 0-3, "boot" 4-7, " ok\r" 8-11
+     "{serial} is not an ETDump (a size-prefixed flatbuffer): file identifier b' ok\\r' at offset 8, not b'ED00'"),
+    (["{pte}", "--etrecord", "{record}"], FileContentError,  # a .pte's "ET12" sits at 4; at 8 its zeros
+     "{pte} is not an ETDump (a size-prefixed flatbuffer): file identifier b'\\x00\\x00\\x00\\x00' at offset 8,"
+     " not b'ED00'"),
+    (["{empty}", "--etrecord", "{record}"], FileContentError,
+     "{empty} is not an ETDump (a size-prefixed flatbuffer): only 0 bytes, not b'ED00'"),
+    (["{dump}", "--etrecord", "{serial}", "--pte", "{serial}"], FileContentError,  # the --pte is named first
+     "{serial} is not an ExecuTorch program (.pte): file identifier b'boot' at offset 4, not b'ET12'"),
 ])
 def test_each_refusal_is_one_line_naming_the_argument(files: dict[str, Path], argv: list[str], error: type, line: str):
     given = [word.format(**files) for word in argv]

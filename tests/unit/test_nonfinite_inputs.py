@@ -17,7 +17,7 @@ from hil.numerics.budget import numerics_violations
 from hil.numerics.check import RunInputs, numerics_section
 from hil.numerics.gate import output_snr
 from hil.records.numerics_section import numerics_line
-from hil.records.tensors import ProgramIO, TensorSpec, check_inputs, load_inputs_file, tensor_bytes
+from hil.records.tensors import ProgramIO, TensorSpec, check_inputs, check_inputs_path, load_inputs_file, tensor_bytes
 from hil.target.tensor_io import OutputTensor
 
 PROGRAM = ProgramIO(inputs=(TensorSpec(6, (2, 4)), TensorSpec(4, (2,))), outputs=(TensorSpec(6, (1, 3)),))
@@ -74,3 +74,32 @@ def test_an_unreadable_pt_is_one_line_without_torchs_advice(tmp_path: Path, cont
     with pytest.raises(InputError) as caught:
         load_inputs_file(path)
     assert str(caught.value) == f"inputs file {path} cannot be read: {says}"
+
+
+@pytest.mark.parametrize(("name", "content", "says"), [
+    ("in.npz", b"hello", "is not a .npz (a zip of .npy arrays, numpy.savez): it starts with b'hell'"),
+    ("in.npz", b"", "is not a .npz (a zip of .npy arrays, numpy.savez): an empty file"),
+    ("in.pt", None, "is a folder, not a file"),
+    ("in.csv", b"1,2\n", "is not .pt or .npz"),
+    ("gone.pt", "absent", "does not exist"),
+])
+def test_a_file_that_cannot_be_an_inputs_file_is_named_without_torch(tmp_path: Path, name: str, content, says: str):
+    path = tmp_path / name
+    if content is None:
+        path.mkdir()
+    elif content != "absent":
+        path.write_bytes(content)
+    with pytest.raises(InputError) as caught:
+        check_inputs_path(path)
+    assert str(caught.value) == f"inputs file {path} {says}"
+    with pytest.raises(InputError) as again:  # the loader says the same
+        load_inputs_file(path)
+    assert str(again.value) == str(caught.value)
+
+
+def test_a_real_npz_and_a_zip_pt_pass_the_path_check(tmp_path: Path):
+    path = tmp_path / "in.npz"
+    path.write_bytes(b"PK\x03\x04" + bytes(26))  # a zip's local file header signature (APPNOTE.TXT 4.3.7)
+    assert check_inputs_path(path) == path
+    (tmp_path / "in.pt").write_bytes(b"\x80\x02")  # a legacy torch.save pickle: the .pt's content is torch's to judge
+    assert check_inputs_path(tmp_path / "in.pt") == tmp_path / "in.pt"

@@ -44,7 +44,7 @@ INI = textwrap.dedent(
     """
 )
 ENV_NAMES = ("HIL_BOARD", "HIL_BOARD_CONFIG", "HIL_ARTIFACTS", "HIL_ITERATIONS", "HIL_WARMUP", "HIL_TIMEOUT",
-             "HIL_BASELINE", "HIL_HISTORY", "HIL_TOLERANCE", "HIL_FIRMWARE")
+             "HIL_BASELINE", "HIL_HISTORY", "HIL_TOLERANCE", "HIL_FIRMWARE", "HIL_ALLOW_NONFINITE_INPUTS")
 
 
 def _session(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -133,3 +133,38 @@ def test_a_bad_value_names_where_it_came_from(project):
     done = _session(project, HIL_FIRMWARE="runtim")  # a typo is refused, never taken for "auto"
     assert done.returncode != 0 and "environment variable HIL_FIRMWARE: 'runtim'" in done.stderr, done.stderr
     assert "runtime, replay, auto" in done.stderr
+
+
+NONFINITE = textwrap.dedent(
+    """
+    import os
+
+    def test_report(pytestconfig):
+        with open(os.environ["HIL_TEST_REPORT"], "w") as out:
+            out.write(repr(pytestconfig.getoption("hil_allow_nonfinite_inputs")))
+    """
+)
+
+
+@pytest.mark.parametrize(("ini", "args", "env", "allowed"), [
+    (None, (), {}, False),  # refused by default
+    ("yes", (), {}, True),
+    ("on", (), {"HIL_ALLOW_NONFINITE_INPUTS": "0"}, False),  # the environment wins over the ini file
+    ("off", ("--hil-allow-nonfinite-inputs",), {"HIL_ALLOW_NONFINITE_INPUTS": "false"}, True),  # the command line over both
+    (None, (), {"HIL_ALLOW_NONFINITE_INPUTS": "TRUE"}, True),
+])
+def test_nonfinite_inputs_are_allowed_from_the_command_line_the_environment_or_the_ini_file(project, ini, args, env,
+                                                                                         allowed):
+    (project / "test_report.py").write_text(NONFINITE)
+    if ini is not None:
+        (project / "pyproject.toml").write_text(f'[tool.pytest.ini_options]\nhil_allow_nonfinite_inputs = "{ini}"\n')
+    done = _session(project, *args, **env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert (project / "report.json").read_text() == repr(allowed)
+
+
+def test_a_switch_that_is_no_yes_or_no_is_refused_naming_where_it_came_from(project):
+    done = _session(project, HIL_ALLOW_NONFINITE_INPUTS="maybe")  # never taken for "no"
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert ("ERROR: environment variable HIL_ALLOW_NONFINITE_INPUTS: 'maybe' is not a valid value for"
+            " hil_allow_nonfinite_inputs (say one of 1, true, yes, on, 0, false, no, off)") in done.stderr, done.stderr
