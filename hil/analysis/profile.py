@@ -17,6 +17,7 @@ from typing import Any
 from hil.records import events as ev
 from hil.analysis.blocks import Inspected, inspect_etdump, read_etrecord
 from hil.records.console import ConsoleFacts
+from hil.records.module_names import event_places
 from hil.records.profile_model import SCHEMA
 from hil.analysis.pairing import check_etrecord_matches_pte, check_events
 from hil.records.statistics import percentile, summarize
@@ -43,6 +44,8 @@ class EventRow:
     metadata: dict[str, Any] | None
     times_us: list[float]
     start: float
+    modules: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
     kind: str = ""
     call_overhead_us: list[float] | None = None
     last_of_delegate: bool = False
@@ -59,7 +62,8 @@ class EventRow:
         out: dict[str, Any] = {
             "name": self.name, "kind": self.kind, "method": self.method, "op_types": self.op_types,
             "delegate_debug_id": self.delegate_debug_id, "delegate_backend_name": self.backend,
-            "instruction_id": self.instruction_id, "metadata": self.metadata, "times_us": keep(self.times_us),
+            "instruction_id": self.instruction_id, "metadata": self.metadata,
+            "modules": list(self.modules), "sources": list(self.sources), "times_us": keep(self.times_us),
         }
         if self.call_overhead_us is not None:
             out["call_overhead_us"] = keep(self.call_overhead_us)
@@ -198,12 +202,13 @@ def _row(event: Any, method: str, scale: TimeScale) -> EventRow:
     neutron = delegated and ev.is_neutron(event.delegate_backend_name)
     per_us = scale.npu_ticks_per_us if neutron else scale.ticks_per_us
     metadata = ev.decode_event_metadata(event.raw_delegate_debug_metadatas) if neutron else None
+    modules, sources = event_places(event.module_hierarchy, event.stack_traces)
     row = EventRow(
         name=event.name, method=method, delegated=delegated, backend=event.delegate_backend_name,
         op_types=ev.unique(event.op_types), delegate_debug_id=event.delegate_debug_identifier,
         instruction_id=event._instruction_id,  # no public accessor; needed to pair events
         metadata=metadata, times_us=[t / per_us for t in event.perf_data.raw],
-        start=(event.start_time or [0])[0],
+        start=(event.start_time or [0])[0], modules=modules, sources=sources,
     )
     if metadata is not None and metadata["kind"] == "invalid":
         row.warnings.append(f"event {event.name}: invalid Neutron metadata 0x{metadata['raw']}")

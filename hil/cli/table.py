@@ -1,5 +1,8 @@
 """The profile as a plain-text table for a terminal or a CI log (fits in 100 columns).
 
+Each event is named as the gate, the report and the budgets name it (hil.regress.identity.event_labels):
+a repeated operator's later runs get `#2`, `#3`, and when the ETRecord names the user's layers a last
+column says which (`conv2 (models.py:13)`), narrowing the op types to keep 100 columns.
 Shows the same numbers as profile.json, so a reader of the log and a reader of the
 file never disagree; nothing here recomputes a total. The unit is the profile's own: microseconds,
 or raw ticks when no clock was known (then the table says ticks, never us).
@@ -15,9 +18,13 @@ from hil.records.events import short_op as _short_op
 from hil.records.profile_model import Event, Profile, as_profile
 from hil.analysis.totals import main_method
 from hil.drift.report import drift_lines
+from hil.regress.identity import event_labels
 from hil.records.numerics_section import numerics_line
 
 _COLUMNS = (("event", 30), ("kind", 15), ("op types", 29), ("p50 {unit}", 13), ("share", 7))
+# When the ETRecord names the user's layers (hil.records.module_names), op types give room to them: 100 columns.
+_LAYER_COLUMNS = (("event", 30), ("kind", 15), ("op types", 12), ("p50 {unit}", 12), ("share", 7),
+                  ("module (line)", 25))  # its last blank is stripped: 100 columns
 _TOTAL_LABELS = (
     ("method_execute", "Method::execute"),
     ("npu_kernels", "NPU kernels"),
@@ -41,13 +48,15 @@ OVER_WHOLE = "over 100%: overlaps the kernels"
 
 def _cell(text: str, width: int, right: bool = False) -> str:
     if len(text) > width - 1:
-        text = text[: width - 2] + "~"
+        base, mark, count = text.rpartition(" #")
+        keep = f"{mark}{count}" if mark and count.isdigit() else ""  # `#2` says which run: never cut it
+        text = (base if keep else text)[: width - 2 - len(keep)] + "~" + keep
     return text.rjust(width - 1) + " " if right else text.ljust(width)
 
 
-def _row(values: list[str]) -> str:
+def _row(values: list[str], columns: tuple[tuple[str, int], ...] = _COLUMNS) -> str:
     return "".join(
-        _cell(v, w, right=i >= 3) for i, (v, (_, w)) in enumerate(zip(values, _COLUMNS))
+        _cell(v, w, right=3 <= i <= 4) for i, (v, (_, w)) in enumerate(zip(values, columns))
     ).rstrip()
 
 
@@ -81,13 +90,15 @@ def format_table(profile: Profile | Mapping[str, Any]) -> str:
     sim = " (simulated)" if profile.simulated else ""
     events = profile.events
     several = len({e.method_name for e in events}) > 1
+    labels = event_labels(events)  # the gate's own names: `#2`, and the user's layer where known
+    columns = _LAYER_COLUMNS if any(label.where for label in labels) else _COLUMNS
     lines = [
         f"{profile.model} on {profile.board}{sim}{_firmware(profile)}: {profile.iterations} "
         f"iteration(s), times in {unit}",
-        _row([name.format(unit=unit) for name, _ in _COLUMNS]),
-        _row(["-" * (w - 1) for _, w in _COLUMNS]),
+        _row([name.format(unit=unit) for name, _ in columns], columns),
+        _row(["-" * (w - 1) for _, w in columns], columns),
     ]
-    for event in events:
+    for event, label in zip(events, labels):
         name = event.method_name
         if several and event.kind == "method":
             lines.append(f"[method {name}]")
@@ -97,12 +108,13 @@ def format_table(profile: Profile | Mapping[str, Any]) -> str:
         if not ops and whole > 0 and float(event.p50_us or 0.0) > whole:
             ops = OVER_WHOLE.replace("overlaps the", "overlaps")  # fits the column
         lines.append(_row([
-            indent + str(event.name),
+            indent + (str(event.name) if indent else label.name),  # a delegate's events sit under their call
             str(event.kind),
             ops,
             f"{event.p50_us or 0.0:.3f}",
             _pct(event.p50_us, whole),
-        ]))
+            label.where,
+        ], columns))
     lines.append("")
     if several:
         lines.append(f"totals of method {main_method(events)}:")

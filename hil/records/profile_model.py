@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from hil.base.json_record import EMPTY, JsonRecord
+from hil.records.module_names import where
 from hil.records.statistics import summarize
 
 SCHEMA = "et-hil/profile/1"
@@ -43,6 +44,10 @@ class Event(JsonRecord):
     delegate_backend_name: str | None = None
     instruction_id: int | None = None
     metadata: Mapping[str, Any] | None = None
+    # The user's layers the event ran (nn.Module paths, `conv2`) and their source lines (`models.py:13`),
+    # from the ETRecord (hil.records.module_names); empty in profiles written before they were kept.
+    modules: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
     times_us: tuple[float, ...] | None = None
     call_overhead_us: tuple[float, ...] | None = None
     p50_us: float | None = None
@@ -61,6 +66,11 @@ class Event(JsonRecord):
     def method_name(self) -> str:
         """The method the event belongs to; `forward` for events that do not say."""
         return str(self.method or "forward")
+
+    @property
+    def where(self) -> str:
+        """`conv2 (models.py:13)`: the user's layer and line, '' when the ETRecord named none."""
+        return where(self.modules, self.sources)
 
     @property
     def spread(self) -> tuple[float, float]:

@@ -11,11 +11,20 @@ In a file:   budgets/<board>.toml, one table per model:
     "aten.convolution.default" = 200   # every event of this op type, p50 <= 200 us
     "0" = 50                           # NPU kernel "0"
     "native_call_add.out" = 10         # an event by name
+    [cifar10.ops_total]
+    "aten.convolution.default" = 380   # all events of this op type together, sum of p50s <= 380 us
+    [cifar10.modules]
+    "conv2" = 50                       # the events the user's layer `conv2` ran (and layers inside it), summed
 
 and the numerics of the outputs against eager PyTorch (hil.numerics): `snr_db_min = 40`,
 `max_abs_error = 1e-3`; a run that computed no outputs (simulated NPU, replay image) breaks them.
 
-A key in `ops` that matches no event is itself a failure: a typo must not pass silently. The
+`ops` limits each matching event on its own (two convolutions of 200 us each pass `ops` = 200);
+`ops_total` and `modules` limit the sum of the matching events' p50s, counting only events that are
+work of their own (CPU operators, NPU kernels, other delegates' operators: never a DELEGATE_CALL, which
+holds its kernels' op types and layers too). A module is named by its nn.Module path from the ETRecord
+(hil.records.module_names). A key in `ops`, `ops_total` or `modules` that matches no event is itself
+a failure: a typo must not pass silently. The
 marker wins over the file key by key. Measured values are p50s (the same numbers baselines use).
 """
 
@@ -30,9 +39,15 @@ from typing import Any
 
 from hil.base.errors import BoardConfigError
 from hil.records.profile_model import Event, Profile, as_profile
-from hil.regress.identity import display_name, op_types_text
+from hil.regress.identity import EventLabel, event_labels, op_types_text
 
-BUDGET_KEYS = ("total_us", "npu_fraction_min", "ops", "memory_bytes", "memory", "snr_db_min", "max_abs_error")
+BUDGET_KEYS = ("total_us", "npu_fraction_min", "ops", "ops_total", "modules", "memory_bytes", "memory", "snr_db_min",
+               "max_abs_error")
+# Limits keyed by an op type or a name (`ops`, `ops_total`) or by a user's layer (`modules`).
+EVENT_GROUPS = ("ops", "ops_total", "modules")
+# The events that are work of their own: a DELEGATE_CALL holds its kernels' op types and layers too,
+# so a sum over it and its kernels would count them twice.
+SUMMED_KINDS = ("cpu_op", "npu_kernel", "delegate_op")
 
 
 @dataclass
@@ -48,6 +63,10 @@ class Budget:
     # The target's outputs against eager PyTorch (profile["numerics"]["vs_eager"], the worst output).
     snr_db_min: float | None = None
     max_abs_error: float | None = None
+    # The sum of the p50s of every event of an op type or name (`ops` limits each event on its own).
+    ops_total: dict[str, float] = field(default_factory=dict)
+    # The sum of the p50s of the events a user's layer ran (`conv2`; `head` holds `head.1`).
+    modules: dict[str, float] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -73,7 +92,7 @@ class Violation:
 # Limits that are a duration or a size (or an error bound): a negative one no run can meet, so it is a
 # typo, refused as input rather than failing every test. npu_fraction_min is a share (0..1); snr_db_min
 # may be any finite number of decibels.
-NON_NEGATIVE = ("total_us", "memory_bytes", "max_abs_error", "ops", "memory")
+NON_NEGATIVE = ("total_us", "memory_bytes", "max_abs_error", "ops", "ops_total", "modules", "memory")
 
 
 def budget_limit(key: str, value: Any, source: str, group: str | None = None) -> float:
@@ -102,14 +121,15 @@ def budget_from_mapping(values: dict[str, Any], source: str) -> Budget:
         return None if values.get(key) is None else budget_limit(key, values[key], source)
 
     limits = {}
-    for group in ("ops", "memory"):
+    for group in (*EVENT_GROUPS, "memory"):
         table = values.get(group) or {}
         if not isinstance(table, Mapping):
             raise BoardConfigError(f"budget from {source}: {group} must be a table of limits, got {table!r}")
         limits[group] = {key: budget_limit(key, value, source, group) for key, value in table.items()}
     mem = number("memory_bytes")
     return Budget(number("total_us"), number("npu_fraction_min"), limits["ops"], None if mem is None else int(mem),
-                  limits["memory"], source, number("snr_db_min"), number("max_abs_error"))
+                  limits["memory"], source, number("snr_db_min"), number("max_abs_error"), limits["ops_total"],
+                  limits["modules"])
 
 
 def check_budget_file(path: Path) -> None:
@@ -151,6 +171,8 @@ def merge_budgets(base: Budget | None, override: Budget | None) -> Budget | None
         f"{base.source} + {override.source}",
         override.snr_db_min if override.snr_db_min is not None else base.snr_db_min,
         override.max_abs_error if override.max_abs_error is not None else base.max_abs_error,
+        {**base.ops_total, **override.ops_total},
+        {**base.modules, **override.modules},
     )
 
 
@@ -170,6 +192,45 @@ def _matches(event: Event, key: str) -> bool:
     return by_name or key in event.op_types
 
 
+def _in_module(event: Event, key: str) -> bool:
+    """Did the event run the layer `key` or one inside it (`head` holds `head.1`, not `header`)?"""
+    return any(m == key or m.startswith(f"{key}.") for m in event.modules)
+
+
+def _summed(labels: dict[int, EventLabel], what: str, limit: float, events: list[Event]) -> list[Violation]:
+    """A limit on the sum of `events`' p50s: broken, or met (no violation); an empty match is a failure."""
+    events = [e for e in events if e.kind in SUMMED_KINDS]
+    if not events:
+        return [Violation(what, None, limit, "us", "no event matches it")]
+    total = sum(e.spread[0] for e in events)
+    if total <= limit:
+        return []
+    named = ", ".join(f"{labels[id(e)].text} {e.spread[0]:.6g} us" for e in events)
+    return [Violation(what, total, limit, "us", f"sum of {len(events)} event(s): {named}")]
+
+
+def _event_limits(profile: Profile, budget: Budget) -> list[Violation]:
+    """`ops` (each matching event on its own), `ops_total` and `modules` (the sum of the matching events)."""
+    labels = {id(e): label for e, label in zip(profile.events, event_labels(profile.events))}
+    found: list[Violation] = []
+    for key, limit in budget.ops.items():
+        matching = [e for e in profile.events if _matches(e, key)]
+        if not matching:
+            found.append(Violation(f"op {key!r} (each event)", None, limit, "us", "no event has this name or op type"))
+        for event in matching:
+            p50 = event.spread[0]
+            if p50 > limit:
+                detail = f"{event.kind}, op types {op_types_text(event)}"
+                found.append(Violation(f"op {key!r} (each event): {labels[id(event)].text}", p50, limit, "us", detail))
+    for key, limit in budget.ops_total.items():
+        found += _summed(labels, f"ops_total {key!r} (sum of its events)", limit,
+                         [e for e in profile.events if _matches(e, key)])
+    for key, limit in budget.modules.items():
+        found += _summed(labels, f"module {key!r} (sum of its events)", limit,
+                         [e for e in profile.events if _in_module(e, key)])
+    return found
+
+
 def check_budget(profile: Profile | Mapping[str, Any], budget: Budget) -> list[Violation]:
     """Every limit of `budget` that `profile` breaks (empty when it meets them all)."""
     profile = as_profile(profile)
@@ -180,15 +241,7 @@ def check_budget(profile: Profile | Mapping[str, Any], budget: Budget) -> list[V
     fraction = profile.npu_fraction
     if budget.npu_fraction_min is not None and (fraction is None or fraction < budget.npu_fraction_min):
         found.append(Violation("NPU fraction (min)", fraction, budget.npu_fraction_min, ""))
-    for key, limit in budget.ops.items():
-        matching = [e for e in profile.events if _matches(e, key)]
-        if not matching:
-            found.append(Violation(f"op {key!r}", None, limit, "us", "no event has this name or op type"))
-        for event in matching:
-            p50 = event.spread[0]
-            if p50 > limit:
-                detail = f"{event.kind}, op types {op_types_text(event)}"
-                found.append(Violation(f"op {key!r}: {display_name(event)}", p50, limit, "us", detail))
+    found += _event_limits(profile, budget)
     memory = profile.memory
     if budget.memory_bytes is not None:
         used = memory_footprint(memory)

@@ -10,6 +10,7 @@ so a changed ETRecord mapping does not make every event look new.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from hil.records.events import short_op
@@ -63,15 +64,31 @@ def series_name(profile: Profile | Mapping[str, Any]) -> str:
     return as_profile(profile).series
 
 
-def readable_names(events: Sequence[Event | Mapping[str, Any]]) -> list[str]:
-    """Per event, in order, what a reader of a chart or a CI page calls it.
+@dataclass(frozen=True)
+class EventLabel:
+    """What a person calls one event: `name` (with `#2` on a repeated operator's later runs) and `where`,
+    the user's layer and line (`conv2 (models.py:13)`, '' when the ETRecord names none). The table, the
+    report, the gate's messages, the budgets and JUnit all take it from `event_labels`."""
+
+    name: str
+    where: str = ""
+
+    @property
+    def text(self) -> str:
+        """`native_call_convolution.out #2 in conv2 (models.py:13)`: the label as one line."""
+        return f"{self.name} in {self.where}" if self.where else self.name
+
+
+def event_labels(events: Sequence[Event | Mapping[str, Any]]) -> list[EventLabel]:
+    """Per event, in order, its label.
 
     Neutron kernels are "0", "1", ... in every delegate call, so a kernel is named with its call and
     its op types (`call 1 / kernel 0: convolution, relu`), a profiling dump with its call; other events
-    as `display_name` says, with `#2`, `#3` on the later runs of a repeated operator.
+    as `display_name` says, with `#2`, `#3` on the later runs of a repeated operator in its method.
     """
     names, call = [], -1
-    for event in map(as_event, events):
+    events = [as_event(e) for e in events]
+    for event in events:
         kind = event.kind
         if kind == "delegate_call":
             call += 1
@@ -82,9 +99,15 @@ def readable_names(events: Sequence[Event | Mapping[str, Any]]) -> list[str]:
             names.append(f"call {max(call, 0)} / profiling dump")
         else:
             names.append(display_name(event))
-    seen: dict[str, int] = {}
-    for index, name in enumerate(names):  # an operator run twice: its second run is `name #2`
-        seen[name] = seen.get(name, 0) + 1
-        if seen[name] > 1:
-            names[index] = f"{name} #{seen[name]}"
-    return names
+    seen: dict[tuple[str, str], int] = {}
+    for index, name in enumerate(names):  # an operator run twice in a method: its second run is `name #2`
+        run = (events[index].method_name, name)
+        seen[run] = seen.get(run, 0) + 1
+        if seen[run] > 1:
+            names[index] = f"{name} #{seen[run]}"
+    return [EventLabel(name, event.where) for name, event in zip(names, events)]
+
+
+def readable_names(events: Sequence[Event | Mapping[str, Any]]) -> list[str]:
+    """Per event, in order, its label as one line (`EventLabel.text`): what a chart or a CI page shows."""
+    return [label.text for label in event_labels(events)]

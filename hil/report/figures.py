@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hil.records.profile_model import Event, Profile, as_profile
-from hil.regress.identity import op_types_text, readable_names
+from hil.regress.identity import event_labels, op_types_text, readable_names
 
 TOP_KERNELS = 3
 
@@ -44,7 +44,9 @@ def junit_properties(profile: Profile | Mapping[str, Any], prefix: str | None = 
     Every value is a number or a name (never a sentence), so a CI dashboard can plot or filter it
     without parsing: `hil.<model>.total_us`, `.npu_fraction`, `.npu_kernels_us`, `.cpu_ops_us`,
     `.cpu_fallback_op_count` and `.cpu_fallback_ops` (comma-separated op names), and for the slowest
-    events `.topN.p50_us`, `.topN.kind`, `.topN.name` (an NPU kernel with its call and op types).
+    events `.topN.p50_us`, `.topN.kind`, `.topN.name` (an NPU kernel with its call and op types, a repeated
+    operator with its `#2`), and `.topN.module` / `.topN.source` (`conv2`, `models.py:13`) when the ETRecord
+    names the user's layer.
     """
     profile = as_profile(profile)
     figures = key_figures(profile)
@@ -56,9 +58,15 @@ def junit_properties(profile: Profile | Mapping[str, Any], prefix: str | None = 
     props.append((f"{base}.cpu_fallback_op_count", str(len(figures["cpu_fallback_ops"]))))
     if figures["cpu_fallback_ops"]:
         props.append((f"{base}.cpu_fallback_ops", ",".join(figures["cpu_fallback_ops"])))
-    for rank, (name, kind, _types, p50) in enumerate(figures["top"], 1):
-        props += [(f"{base}.top{rank}.p50_us", f"{p50:.6g}"), (f"{base}.top{rank}.kind", str(kind)),
-                  (f"{base}.top{rank}.name", _compact(name))]
+    labels = {id(e): label for e, label in zip(profile.events, event_labels(profile.events))}
+    for rank, event in enumerate(top_events(profile), 1):
+        top = f"{base}.top{rank}"
+        props += [(f"{top}.p50_us", f"{event.spread[0]:.6g}"), (f"{top}.kind", str(event.kind)),
+                  (f"{top}.name", _compact(labels[id(event)].name))]
+        if event.modules:  # the user's layers (nn.Module paths) and source lines, when the ETRecord names them
+            props.append((f"{top}.module", ",".join(event.modules)))
+        if event.sources:
+            props.append((f"{top}.source", ",".join(event.sources)))
     return props
 
 

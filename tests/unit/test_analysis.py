@@ -448,3 +448,25 @@ def test_a_dump_whose_timer_never_ticked_is_refused_naming_the_cause(art: dict[s
     dump.write_bytes(serialize_to_etdump_flatcc(ETDumpFlatCC(version=0, run_data=runs)))
     assert build_profile(dump, art["out"] / "npu.etrecord", board="qemu", model="m", simulated=False,
                          time_scale=TimeScale.core_cycles(20))["iterations"] == 2
+
+
+def test_npu_kernels_name_the_layers_the_delegate_map_places_there(art: dict[str, Any], npu_profile: dict[str, Any],
+                                                                   tmp_path: Path) -> None:
+    """TwoLayers: fc1 + relu in the first delegate call, fc2 in the second, both called on one line of forward."""
+    import inspect
+
+    from executorch.devtools import Inspector
+
+    kernels = [e for e in npu_profile["events"] if e["kind"] == "npu_kernel"]
+    assert [e["modules"] for e in kernels] == [["fc1"], ["fc2"]]  # relu is torch.relu in forward: no layer
+    lines, first = inspect.getsourcelines(TwoLayers.forward)
+    line = first + next(i for i, text in enumerate(lines) if "self.fc2(" in text)
+    assert [e["sources"] for e in kernels] == [[f"test_analysis.py:{line}"]] * 2
+    # the Inspector's own mapping of the delegated events (delegate debug handles -> edge nodes)
+    dump = tmp_path / "again.etdump"
+    _hand_etdump(dump)
+    inspector = Inspector(etdump_path=str(dump), etrecord=str(art["out"] / "npu.etrecord"))
+    block = inspector.event_blocks[0]
+    theirs = [sorted({v[0] for stack in e.module_hierarchy.values() for v in stack.values() if v[0]})
+              for e in block.events if e.is_delegated_op and e.delegate_debug_identifier == 0]
+    assert theirs == [["fc1"], ["fc2"]]

@@ -29,10 +29,10 @@ def test_a_broken_budget_names_measured_value_limit_and_artifacts(profile, tmp_p
     assert kernel0["name"] == "0" and kernel0["kind"] == "npu_kernel"
     budget = budget_from_mapping({"total_us": total * 0.9, "ops": {"0": kernel0["p50_us"] * 0.5}}, "@hil_budget")
     violations = check_budget(profile, budget)
-    assert [v.what.split(": ")[0] for v in violations] == ["total latency (Method::execute p50)", "op '0'"]
+    assert [v.what.split(": ")[0] for v in violations] == ["total latency (Method::execute p50)", "op '0' (each event)"]
     text = format_violations(violations, profile, budget, tmp_path / "run")
     assert f"measured {total:.6g} us" in text and f"limit (max) {total * 0.9:.6g} us" in text
-    assert "npu kernel 0" in text and "aten.convolution.default, aten.relu.default" in text
+    assert "call 0 / kernel 0: convolution, relu" in text and "aten.convolution.default, aten.relu.default" in text
     assert f"artifacts: {tmp_path / 'run'}" in text and "'synthnet' on board 'qemu'" in text
 
 
@@ -42,7 +42,7 @@ def test_npu_fraction_memory_and_unknown_op_fail(profile):
     budget = budget_from_mapping({"npu_fraction_min": 0.99, "memory_bytes": used - 1, "ops": {"aten.nonexistent": 1},
                                   "memory": {"model_size_bytes": 1000}}, "test")
     whats = [v.what for v in check_budget(profile, budget)]
-    assert whats == ["NPU fraction (min)", "op 'aten.nonexistent'", "memory (allocators used)", "memory 'model_size_bytes'"]
+    assert whats == ["NPU fraction (min)", "op 'aten.nonexistent' (each event)", "memory (allocators used)", "memory 'model_size_bytes'"]
 
 
 def test_op_type_limit_applies_to_every_matching_event(profile):
@@ -145,10 +145,11 @@ def test_every_broken_limit_is_described_with_its_numbers():
     assert [v.describe() for v in check_budget(HAND, budget)] == [
         "total latency (Method::execute p50): measured 100 us, limit (max) 99 us",
         "NPU fraction (min): measured 0.5, limit (min) 0.6",
-        "op '0': npu kernel 0: measured 40 us, limit (max) 39 us [npu_kernel, op types aten.convolution.default]",
-        "op 'aten.convolution.default': npu kernel 0: measured 40 us, limit (max) 39 us "
+        "op '0' (each event): call 0 / kernel 0: convolution: measured 40 us, limit (max) 39 us "
         "[npu_kernel, op types aten.convolution.default]",
-        "op 'nope': measured not measured, limit (max) 1 us [no event has this name or op type]",
+        "op 'aten.convolution.default' (each event): call 0 / kernel 0: convolution: measured 40 us, limit (max) 39 us "
+        "[npu_kernel, op types aten.convolution.default]",
+        "op 'nope' (each event): measured not measured, limit (max) 1 us [no event has this name or op type]",
         "memory (allocators used): measured 10 B, limit (max) 9 B",
         "memory 'model_size_bytes': measured 300 B, limit (max) 299 B",
         "memory 'absent': measured not measured, limit (max) 1 B",

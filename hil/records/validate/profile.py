@@ -17,6 +17,7 @@ from hil.records.events import KINDS, METHOD
 from hil.records.profile_model import SCHEMA
 from hil.records.validate.fields import Fields, at
 from hil.records.validate.numerics import check_numerics
+from hil.records.validate.places import check_event_places
 
 PROFILE_SCHEMA = SCHEMA  # written once, by the model (hil.records.profile_model)
 BASELINE_SCHEMA = "et-hil/baseline/1"
@@ -91,6 +92,7 @@ def check_event(fields: Fields, value: Any, where: str) -> None:
     fields.text(event.get("method"), at(where, "method"))
     fields.text(event.get("delegate_backend_name"), at(where, "delegate_backend_name"))
     fields.items(event.get("op_types"), at(where, "op_types"), fields.a_text)
+    check_event_places(fields, event, where)
     fields.whole(event.get("instruction_id"), at(where, "instruction_id"))
     fields.whole(event.get("n"), at(where, "n"))
     debug_id = event.get("delegate_debug_id")  # an int, or a string for backends that name their events
