@@ -26,6 +26,11 @@ COMPUTED = {{"status": "computed", "inputs": {{"source": "example inputs of synt
              "vs_host_runtime": {{"max_abs_error": 0.0, "max_rel_error": 0.0, "snr_db": None, "cosine": 1.0,
                                  "bit_exact": True, "top1_agreement": 1.0}}}}
 NOT_COMPUTED = {{"status": "not computed", "reason": "simulated NPU"}}
+NO_NUMBERS = {{"max_abs_error": None, "max_rel_error": None, "snr_db": None, "cosine": None, "bit_exact": False,
+              "non_finite": True}}
+NOT_FINITE = {{"status": "computed", "non_finite_outputs": [{{"index": 0, "dtype": "float32", "shape": [1, 4],
+                                                              "nan": 4, "inf": 0}}],
+              "vs_eager": NO_NUMBERS, "vs_host_runtime": NO_NUMBERS}}
 
 def _run(request, name, model, numerics):
     folder = Path(os.environ["RUNS"]) / name
@@ -40,6 +45,10 @@ def test_computed(request):
 @pytest.mark.device
 def test_simulated(request):
     _run(request, "npu", "cnn", NOT_COMPUTED)
+
+@pytest.mark.device
+def test_nan(request):
+    _run(request, "nan", "cnn", NOT_FINITE)
 '''
 
 
@@ -60,6 +69,7 @@ def test_the_junit_xml_carries_each_references_snr_max_relative_error_and_top1(t
     # identical outputs: no SNR to plot (it is infinite), said by bit_exact
     assert props[host + "bit_exact" + cpu] == "true" and host + "snr_db" + cpu not in props
     assert float(props[host + "max_rel_error" + cpu]) == 0.0
-    assert props["hil.cnn.numerics" + npu] == "not computed"
-    assert not [name for name in props if name.startswith("hil.cnn.numerics.") and name.endswith(npu)]
+    nan = "@test_numerics.py::test_nan"
+    assert props["hil.cnn.numerics" + npu] == "not computed" and props["hil.cnn.numerics" + nan] == "not finite"
+    assert not [name for name in props if name.startswith("hil.cnn.numerics.") and name.endswith((npu, nan))]
     assert props["hil.cnn.series" + cpu] == "cnn"  # no delegate in the hand-written profile: the model alone
