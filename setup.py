@@ -6,9 +6,19 @@ mapped into the package as a data-only sub-package (`package_dir`), and hil.base
 them with importlib.resources. From a checkout (editable install) the same function falls back to
 the top-level folders, so there is one copy of every file and nothing is generated at build time.
 Everything else (name, version, dependencies, entry points) is in pyproject.toml.
+
+Building leaves the checkout as it was: setuptools' scratch folders (`build/`, `et_hil.egg-info/`) go to a
+temporary folder of this process, removed when it ends, instead of the tree `pip wheel` was given.
 """
 
+import atexit
+import shutil
+import tempfile
+
 from setuptools import find_packages, setup
+
+SCRATCH = tempfile.mkdtemp(prefix="et-hil-build-")
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 
 DATA_PACKAGES = {
     "hil.data.boards": "boards",
@@ -37,4 +47,5 @@ setup(
         "hil.data.firmware": FIRMWARE_FILES,
     },
     include_package_data=False,
+    options={"build": {"build_base": f"{SCRATCH}/build"}, "egg_info": {"egg_base": SCRATCH}},
 )

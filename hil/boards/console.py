@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from hil.base.errors import TargetError, TimeoutExpired
 from hil.target.serial_reader import SerialReader
@@ -30,23 +31,32 @@ class UnexpectedOutput(TargetError):
     """A `not_matching` pattern appeared before the expected one."""
 
 
-def _compile(patterns: Patterns, *, exact: bool = False) -> list[re.Pattern[str]]:
+@dataclass(frozen=True)
+class _Wanted:
+    """One pattern as compiled, and as the user wrote it: an error shows `shown`, never the escaped regex
+    that `expect_exact` searches with (`'THIS NEVER APPEARS'`, not `'THIS\\\\ NEVER\\\\ APPEARS'`)."""
+
+    regex: re.Pattern[str]
+    shown: str
+
+
+def _compile(patterns: Patterns, *, exact: bool = False) -> list[_Wanted]:
     items = [patterns] if isinstance(patterns, (str, re.Pattern)) else list(patterns)
     if not items:
         raise ValueError("expect() needs at least one pattern")
     out = []
     for item in items:
         if isinstance(item, re.Pattern):
-            out.append(item)
+            out.append(_Wanted(item, item.pattern))
         else:
-            out.append(re.compile(re.escape(item) if exact else item))
+            out.append(_Wanted(re.compile(re.escape(item) if exact else item), item))
     return out
 
 
-def _first(regexes: list[re.Pattern[str]], text: str, start: int) -> re.Match[str] | None:
-    """The match that starts earliest in `text[start:]`; on a tie, the pattern listed first."""
-    found = [m for m in (r.search(text, start) for r in regexes) if m is not None]
-    return min(found, key=lambda m: m.start()) if found else None
+def _first(wanted: list[_Wanted], text: str, start: int) -> tuple[re.Match[str], _Wanted] | None:
+    """The match that starts earliest in `text[start:]`, with its pattern; on a tie, the pattern listed first."""
+    found = [(m, w) for m, w in ((w.regex.search(text, start), w) for w in wanted) if m is not None]
+    return min(found, key=lambda pair: pair[0].start()) if found else None
 
 
 class Console:
@@ -75,18 +85,19 @@ class Console:
         """Everything the console printed so far."""
         return self._reader.text
 
-    def _wait(self, wanted: list[re.Pattern[str]], timeout: float | None,
-              unwanted: list[re.Pattern[str]]) -> re.Match[str]:
+    def _wait(self, wanted: list[_Wanted], timeout: float | None, unwanted: list[_Wanted]) -> re.Match[str]:
         limit = self.default_timeout if timeout is None else float(timeout)
         deadline = time.monotonic() + limit
         while True:
             ended = self._reader.ended  # read before the text: nothing arrives after the end
             text = self._reader.text
-            match = _first(wanted, text, self._cursor)
-            bad = _first(unwanted, text, self._cursor)
-            if bad is not None and (match is None or bad.start() < match.start()):
+            found = _first(wanted, text, self._cursor)
+            match = found[0] if found is not None else None
+            bad_found = _first(unwanted, text, self._cursor)
+            if bad_found is not None and (match is None or bad_found[0].start() < match.start()):
+                bad, which = bad_found
                 line = text.count("\n", 0, bad.start()) + 1
-                raise UnexpectedOutput(self._say(wanted, f"expected, but {bad.re.pattern!r} appeared first (console"
+                raise UnexpectedOutput(self._say(wanted, f"expected, but {which.shown!r} appeared first (console"
                                                          f" line {line}: {bad.group(0)!r})"))
             if match is not None:
                 self._cursor = match.end()
@@ -97,7 +108,7 @@ class Console:
                 raise TimeoutExpired(self._say(wanted, f"not seen within {limit:g} s"))
             time.sleep(self.POLL_S)
 
-    def _say(self, wanted: list[re.Pattern[str]], what: str) -> str:
-        names = " or ".join(repr(r.pattern) for r in wanted)
+    def _say(self, wanted: list[_Wanted], what: str) -> str:
+        names = " or ".join(repr(w.shown) for w in wanted)
         return (f"{self._reader.name} (log {self._reader.log_path}): {names} {what}; last console lines:\n"
                 f"{self._reader.describe_tail()}")

@@ -2,7 +2,9 @@
 
 Exit status, the same for every sub-command: 0 ok; 1 a test failed (a regression in `hil compare`,
 a failed check in `hil check-image`); 2 a usage or input error (bad option, board file, model or
-file); 3 a board or infrastructure error (target, debugger, toolchain, missing tools in `hil doctor`).
+file); 3 a board or infrastructure error (target, debugger, toolchain, missing tools in `hil doctor`);
+130 interrupted; 141 the reader of its output went away (`hil inspect RUN | head`): quiet, as a Unix tool
+killed by SIGPIPE (128 + 13), so a pipeline under `set -o pipefail` still sees the output was cut short.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import IO
 
 from hil.config.board_config import BoardConfig, load_board_config
 from hil.base.defaults import DEFAULT_ITERATIONS
@@ -18,10 +21,11 @@ from hil.base.errors import AnalysisError, HilError, InputError, ModelError, Wri
 from hil.config.options import OVERRIDES, overrides_from
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+EXIT_INTERRUPTED, EXIT_CLOSED_PIPE = 130, 141  # 128 + SIGINT, 128 + SIGPIPE: what a shell shows for either signal
 EXIT_CODES_HELP = (
     "exit status: 0 ok; 1 a test or regression failure; 2 a usage or input error (options, board file, model, "
     "files), refused before any work; 3 a board or infrastructure error (target, debugger, toolchain); "
-    "130 interrupted"
+    "130 interrupted; 141 the output's reader closed the pipe (`| head`)"
 )
 # Errors in what the user gave us (a board file error is an InputError); every other HilError is the
 # board's or the machine's.
@@ -158,10 +162,20 @@ def _cmd_check_image(args: argparse.Namespace) -> int:
     return run_command(args)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, but its help and version text to a closed pipe is not dropped with exit status 0:
+    argparse swallows the OSError of that write (`_print_message`, its one writer), so `hil --help | head`
+    ended 0 unbuffered and 141 buffered. Here it raises, and `main` ends it with EXIT_CLOSED_PIPE."""
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        if message:
+            (file or sys.stderr).write(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from hil.records.manifest import package_version
 
-    parser = argparse.ArgumentParser(prog="hil", description="Profile ExecuTorch models on an RT700 board or in QEMU.",
+    parser = _Parser(prog="hil", description="Profile ExecuTorch models on an RT700 board or in QEMU.",
                                      epilog=EXIT_CODES_HELP)
     parser.add_argument("--version", action="version", version=f"hil (et-hil) {package_version('et-hil') or 'unknown'}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -241,6 +255,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command's exit status; a closed pipe on stdout or stderr ends it quietly (EXIT_CLOSED_PIPE)."""
+    try:
+        try:
+            return _main(argv)
+        finally:  # argparse's --help exits too: flushed here, not at the interpreter's exit (a printed traceback)
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_closed_streams()
+        return EXIT_CLOSED_PIPE
+
+
+def _drop_closed_streams() -> None:
+    """Point stdout and stderr at /dev/null once a pipe under them closed, so the text still buffered (and the
+    flush at exit) goes nowhere instead of raising again: the reader has gone, nobody would read it."""
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, stream.fileno())
+            os.close(null)
+        except (OSError, ValueError):  # a stream closed or replaced by the caller: left as it is
+            pass
+
+
+def _main(argv: list[str] | None) -> int:
     from hil.base.quiet import quiet_third_party
 
     quiet_third_party()  # first: importing torch and executorch must not print over a one-line error
@@ -276,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         return exit_code_for(exc)
     except KeyboardInterrupt:
         print(f"hil {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def console_main() -> None:

@@ -1,7 +1,9 @@
 """Baselines: a profile frozen with its provenance, one JSON file per model.
 
-`--hil-baseline PATH` takes a folder (`PATH/<model>.json`, so a nightly keeps one folder per board,
-e.g. `baselines/qemu/`) or one file (a single-model suite). A baseline carries where it came from
+`--hil-baseline PATH` takes a folder (`PATH/<program>.json`, so a nightly keeps one folder per board,
+e.g. `baselines/qemu/`) or one file (a single-model suite). A program is named as the run's series names
+it (Profile.series): the model, plus `+<delegate>` when it was lowered to one (`models-ae_factory+neutron-sim`),
+so the file name, the verdict's text and the history say the same key. A baseline carries where it came from
 (git commit, date, board, model, versions, firmware and model hashes) so a surprising comparison
 can be traced to the run that set the bar, and its time base (hil.regress.timebase): the gate refuses
 to compare a run with a baseline that counts another thing (instructions against host nanoseconds).
@@ -24,10 +26,11 @@ from hil.regress.runs import BASELINE_SCHEMA, LoadedRun, load_run
 from hil.regress.timebase import TimeBase, time_base_of
 
 
-def baseline_name(model: str) -> str:
-    """File-system-safe name of a model's baseline file (`path/net.py:factory` -> `factory`)."""
+def baseline_name(model: str, *, plus: str = "+") -> str:
+    """File-system-safe name of a program's baseline file: the series as it is (`cifar10+neutron-sim`);
+    `path/net.py:factory` -> `factory`. `plus="_"`: the name written before the `+` was kept."""
     base = model.split(":")[-1] if ":" in model else model
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", base).strip("_") or "model"
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", base).replace("+", plus).strip("_") or "model"
 
 
 def baseline_path(path: Path, model: str) -> Path:
@@ -36,6 +39,14 @@ def baseline_path(path: Path, model: str) -> Path:
     if path.suffix == ".json" and not path.is_dir():
         return path
     return path / f"{baseline_name(model)}.json"
+
+
+def _written_before(path: Path, model: str) -> Path | None:
+    """The file an older et-hil wrote for `model` under the folder `path` (`cifar10_neutron-sim.json`), if any."""
+    if path.suffix == ".json" and not path.is_dir():
+        return None
+    older = path / f"{baseline_name(model, plus='_')}.json"
+    return older if older.is_file() else None
 
 
 def provenance_of(run: LoadedRun) -> dict[str, Any]:
@@ -89,6 +100,8 @@ def find_baseline(path: Path, model: str) -> LoadedRun | None:
     if not path.exists():
         return None
     target = baseline_path(path, model)
+    if not target.is_file():
+        target = _written_before(path, model) or target
     if not target.is_file():
         return None
     return load_run(target)

@@ -254,9 +254,10 @@ def _drop_disturbed(base: list[dict[str, _Sample]], now: list[dict[str, _Sample]
 
 def _describe(baselines: Sequence[Profile], nows: Sequence[Profile]) -> list[str]:
     first_base, first_now = baselines[0], nows[0]
-    notes = [f"baseline: {len(baselines)} run(s), board {first_base.board}, model {first_base.model}, "
+    # the series (the model, `+delegate` when lowered to one): the key the baseline file and history use
+    notes = [f"baseline: {len(baselines)} run(s), board {first_base.board}, model {first_base.series}, "
              f"{first_base.iterations} iterations",
-             f"now: {len(nows)} run(s), board {first_now.board}, model {first_now.model}, "
+             f"now: {len(nows)} run(s), board {first_now.board}, model {first_now.series}, "
              f"{first_now.iterations} iterations"]
     if first_base.board != first_now.board:
         notes.append(f"warning: boards differ ({first_base.board} vs {first_now.board})")

@@ -43,10 +43,11 @@ def junit_properties(profile: Profile | Mapping[str, Any], prefix: str | None = 
 
     Every value is a number or a name (never a sentence), so a CI dashboard can plot or filter it
     without parsing: `hil.<model>.total_us`, `.npu_fraction`, `.npu_kernels_us`, `.cpu_ops_us`,
-    `.cpu_fallback_op_count` and `.cpu_fallback_ops` (comma-separated op names), and for the slowest
+    `.cpu_fallback_op_count` and `.cpu_fallback_ops` (comma-separated op names), for the slowest
     events `.topN.p50_us`, `.topN.kind`, `.topN.name` (an NPU kernel with its call and op types, a repeated
     operator with its `#2`), and `.topN.module` / `.topN.source` (`conv2`, `models.py:13`) when the ETRecord
-    names the user's layer.
+    names the user's layer; the program `.series` (the model, `+delegate` when lowered to one: the key of
+    its baseline file and history), and the numerics (`numerics_properties`).
     """
     profile = as_profile(profile)
     figures = key_figures(profile)
@@ -67,6 +68,37 @@ def junit_properties(profile: Profile | Mapping[str, Any], prefix: str | None = 
             props.append((f"{top}.module", ",".join(event.modules)))
         if event.sources:
             props.append((f"{top}.source", ",".join(event.sources)))
+    props.append((f"{base}.series", profile.series))
+    return props + numerics_properties(profile.numerics, base)
+
+
+NUMERICS_FIGURES = ("snr_db", "max_rel_error", "max_abs_error", "cosine", "top1_agreement")
+
+
+def numerics_properties(section: Mapping[str, Any] | None, base: str) -> list[tuple[str, str]]:
+    """The worst output's figures against each reference, as a run's `numerics` section holds them:
+    `<base>.numerics` (`computed`, `not computed`, `not finite`), then per reference (`vs_eager`,
+    `vs_host_runtime`) `.snr_db`, `.max_rel_error`, `.max_abs_error`, `.cosine`, `.top1_agreement` (a share,
+    0..1; outputs of [N, C] only) and `.bit_exact`; an SNR of identical outputs is infinite and left out
+    (`bit_exact` true). A reference the run skipped gives its `.skipped` reason. No section, no properties."""
+    if not section:
+        return []
+    status = str(section.get("status"))
+    if status == "computed" and section.get("non_finite_outputs"):
+        status = "not finite"  # hil.numerics.check gives no figures then
+    props = [(f"{base}.numerics", status)]
+    if status != "computed":
+        return props
+    for reference in ("vs_eager", "vs_host_runtime"):
+        figures = section.get(reference) or {}
+        name = f"{base}.numerics.{reference}"
+        if "skipped" in figures:
+            props.append((f"{name}.skipped", _compact(str(figures["skipped"]))))
+            continue
+        props += [(f"{name}.{key}", f"{float(figures[key]):.6g}") for key in NUMERICS_FIGURES
+                  if figures.get(key) is not None]
+        if "bit_exact" in figures:
+            props.append((f"{name}.bit_exact", "true" if figures["bit_exact"] else "false"))
     return props
 
 

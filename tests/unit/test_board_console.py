@@ -79,3 +79,13 @@ def test_a_closed_port_ends_the_wait_at_once(server, tmp_path):  # noqa: F811
             Console(reader, default_timeout=600).expect("more")
     finally:
         reader.close()
+
+
+def test_expect_exact_errors_show_the_text_as_written(console):
+    with pytest.raises(TimeoutExpired) as caught:
+        console.expect_exact(["THIS NEVER APPEARS", "(a+b)*c?"], timeout=0.2)
+    assert "'THIS NEVER APPEARS' or '(a+b)*c?' not seen within 0.2 s" in str(caught.value)
+    assert "\\" not in str(caught.value).splitlines()[0]  # re.escape's backslashes never reach the user
+    with pytest.raises(UnexpectedOutput) as caught:
+        console.expect_exact("PASS", not_matching="[0.5] (a+b)")
+    assert "'PASS' expected, but '[0.5] (a+b)' appeared first (console line 4: '[0.5] (a+b)')" in str(caught.value)

@@ -53,3 +53,42 @@ def test_the_first_screen_says_what_it_is_and_what_to_type():
     assert "## What runs where" in first_screen and "Python 3.11" in first_screen
     for page in re.findall(r"`(docs/[\w-]+\.md)`", README):  # every page the README links exists
         assert (REPO / page).is_file(), page
+
+
+DEMO = REPO / "tests" / "fixtures" / "demo"  # what `make demo`'s first command (CPU-only cifar10) wrote, kept
+DEMO_TICKS_PER_US = 20  # the runtime image's timer: 20 MHz of emulated time (1 us = 250 instructions at 4 ns)
+
+
+def _readme_demo_row(name: str) -> float:
+    block = README[README.index("cifar10 on qemu [runtime firmware"):]
+    block = block[: block.index("```")]
+    (row,) = [line for line in block.splitlines() if line.startswith(name)][:1]
+    return float(row.split()[-2])
+
+
+def test_the_readmes_demo_figures_are_those_of_the_demo_runs_own_etdump_and_console():
+    """The README's cifar10 table against the ETDump and console of a `make demo` run (tests/fixtures/demo),
+    read with ExecuTorch's own ETDump reader and by hand here, not by the harness's analysis: p50 of the
+    five runs' durations, in the timer's 20 MHz ticks."""
+    import statistics
+
+    from executorch.devtools.etdump.serialize import deserialize_from_etdump_flatcc
+
+    dump = deserialize_from_etdump_flatcc((DEMO / "cifar10-cpu.etdump").read_bytes())
+    durations: dict[str, list[int]] = {}
+    for run in dump.run_data:
+        seen: set[str] = set()
+        for event in run.events:
+            e = event.profile_event
+            if e is not None and e.name not in seen:  # the first of each name per run: the table's first row of it
+                seen.add(e.name)
+                durations.setdefault(e.name, []).append(e.end_time - e.start_time)
+    for row, name in (("Method::execute", "Method::execute"), ("native_call_constant_pad_nd.~", "native_call_constant_pad_nd.out"),
+                      ("native_call_convolution.out", "native_call_convolution.out")):
+        assert len(durations[name]) == 5
+        assert _readme_demo_row(row) == round(statistics.median(durations[name]) / DEMO_TICKS_PER_US, 3), row
+    console = (DEMO / "cifar10-cpu-serial.log").read_text()
+    printed = re.findall(r"^Inference time: (\d+) us", console, re.M)
+    assert f"console inference time: {', '.join(printed)} us" in README and len(printed) == 5
+    assert "Inputs: 1 tensor(s) set by the debugger" in console  # the example inputs, not the zero fallback
+    assert "seeded example inputs" in README

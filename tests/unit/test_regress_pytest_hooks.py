@@ -145,7 +145,7 @@ def test_junit_under_xdist_holds_every_figure_of_every_run_and_is_valid_xunit2(t
     schema.validate(str(parallel))
     schema.validate(str(serial))
     names = set(_properties(parallel))
-    assert names == set(_properties(serial)) and len(names) == 3 * 17
+    assert names == set(_properties(serial)) and len(names) == 3 * 18
     two = "@test_regress_pytest_hooks.py"  # not a test id of this session: the two tests are test_two.py's
     assert two not in "".join(names)
     for run, test in (("a.a-factory-none", "test_two_models"), ("b.b-factory-none", "test_two_models"),
