@@ -237,6 +237,20 @@ def test_a_damaged_manifest_is_used_or_refused_in_one_line_by_the_regression_com
     check()
 
 
+@pytest.mark.parametrize("name", ["trace.etdump", "etrecord.bin", "model.pte", "serial.log"])
+def test_every_size_change_of_a_file_the_analysis_reads_is_refused_before_its_sha256(seeds, scratch, name):
+    """A wrong `files.*.size` was accepted (20 of an audit's manifest mutants): each is refused, naming both sizes."""
+    folder = _copy(seeds["npu"], scratch, "sizes")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    size = (folder / name).stat().st_size
+    for wrong in (size + 1, size - 1, 0, size * 2):
+        manifest["files"][name]["size"] = wrong
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+        code, _, err = hil("inspect", folder, "--json")
+        assert (code, err) == (3, f"hil inspect: {folder / name}: {size} bytes, but {folder / 'manifest.json'} says "
+                                  f"{wrong}: the file or its manifest changed after the run\n")
+
+
 def test_a_manifest_without_the_neutron_clock_reads_neutron_ticks_at_the_cpu_clock(seeds, scratch):
     folder = _copy(seeds["npu"], scratch, "no-neutron-clock")
     manifest = json.loads((folder / "manifest.json").read_text())
