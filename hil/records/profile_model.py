@@ -93,8 +93,11 @@ class Event(JsonRecord):
         return len(self.times_us or ()) or int(self.extra.get("n") or 0)
 
     def with_statistics(self) -> "Event":
-        """The event with its statistics taken again from its times (unchanged when it has none)."""
-        stats = summarize(self.times_us or ())
+        """The event with its statistics taken again from its times (unchanged when it has none), the
+        median call overhead too: a profile trimmed of its warm-up kept the untrimmed one before."""
+        stats: dict[str, float] = summarize(self.times_us or ())
+        if self.call_overhead_us:
+            stats["call_overhead_p50_us"] = summarize(self.call_overhead_us)["p50_us"]
         return self.replace(**stats) if stats else self
 
     def without_first(self, count: int) -> "Event":

@@ -3,9 +3,17 @@
 SQLite's `mode=ro` still needs the WAL index (`history.db-shm`) of a WAL database (the plugin's writer
 keeps WAL, hil.regress.history.connect), and creates it beside the file: in a read-only folder (a
 shared, archived or mounted history) `hil report` answered "unable to open database file" (issue 32).
-There the database is opened `immutable=1` (sqlite.org/uri.html: "the database file cannot be changed,
-even by a process with higher privilege"; no locks, no -shm), which is right only when no write-ahead
-log holds changes the file lacks: a non-empty `-wal` beside it is refused, never silently left unread.
+There the database is opened `immutable=1` as well. What that promises, per sqlite.org/uri.html
+("immutable=1"): the caller tells SQLite the file sits on read-only media and cannot be modified, even
+by another process with elevated privileges; SQLite then opens it read-only and skips all file locking
+and change detection, and if the file changes anyhow it "might return incorrect query results and/or
+SQLITE_CORRUPT errors". So it is used only where this reader cannot write the folder (no -shm can be
+made there), and only when no write-ahead log holds changes the file lacks: a non-empty `-wal` beside
+it is refused, never silently left unread. A writer that appends to the file through another mount
+while it is read this way is the risk immutable=1 takes; `mode=ro` alone, tried first, takes none.
+A rollback journal left by a writer stopped mid-transaction ("hot") needs rolling back, which a
+read-only folder forbids: SQLite refuses that itself ("attempt to write a readonly database"), and
+immutable=1 is not tried, since it would read the half-written pages.
 """
 
 from __future__ import annotations

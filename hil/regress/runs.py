@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hil.analysis.stored_figures import check_stored_figures
 from hil.records.profile_model import Profile, as_profile
 from hil.base.errors import AnalysisError
 from hil.records.manifest import Manifest
@@ -56,13 +57,22 @@ def _load_run(path: Path) -> LoadedRun:
         profile_path = path / "profile.json"
         if not profile_path.is_file():
             raise AnalysisError(f"{path}: run folder without profile.json (did the run fail? see {path / 'manifest.json'})")
-        return LoadedRun(check_profile(read_json(profile_path), profile_path), profile_path, path, read_manifest(path))
+        return LoadedRun(_checked(read_json(profile_path), profile_path), profile_path, path, read_manifest(path))
     data = read_json(path)
     if data.get("schema") == BASELINE_SCHEMA:
         check_baseline(data, path)
+        check_stored_figures(data["profile"], path, where="profile")
         return LoadedRun(data["profile"], path, None, {}, dict(data.get("provenance") or {}))
     if data.get("schema") != PROFILE_SCHEMA:
         raise AnalysisError(
             f"{path}: neither a profile ({PROFILE_SCHEMA}) nor a baseline ({BASELINE_SCHEMA}); schema={data.get('schema')!r}"
         )
-    return LoadedRun(check_profile(data, path), path, path.parent, read_manifest(path.parent))
+    return LoadedRun(_checked(data, path), path, path.parent, read_manifest(path.parent))
+
+
+def _checked(data: Any, path: Path) -> dict[str, Any]:
+    """A profile whose fields have the types their readers expect and whose stored figures agree with
+    its times (hil.records.validate.profile, hil.analysis.stored_figures); else FileContentError."""
+    profile = check_profile(data, path)
+    check_stored_figures(profile, path)
+    return profile

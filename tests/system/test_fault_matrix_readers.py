@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import sqlite3
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -94,6 +95,48 @@ def test_a_profile_whose_numerics_is_no_object_is_refused_by_compare_and_baselin
     done, elapsed = hil(*args)
     assert one_line(done) == f"hil {command}: {run / 'profile.json'}: numerics is {shown}, not an object"
     assert elapsed < 60 and hashes(run) == planted and not (tmp_path / "baselines").exists()
+
+
+STORED = r"\(a stored figure must agree with the times within [0-9.]+ us, their rounding\)"
+
+
+@pytest.mark.parametrize("command", ["trace", "compare", "baseline"])
+def test_a_profile_whose_stored_median_is_not_its_times_median_is_refused_naming_the_field(hil, runs, run, tmp_path,
+                                                                                           command):
+    """compare and trace took the median from the times again and never looked at the stored one (issue 32)."""
+    times = json.loads((run / "profile.json").read_text())["events"][1]["times_us"]
+    _edit_json(run / "profile.json", lambda p: p["events"][1].update(p50_us=round(statistics.median(times) + 1.5, 3)))
+    planted = hashes(run)
+    args = {"trace": ("trace", str(run)), "compare": ("compare", str(runs["cpu"]), str(run)),
+            "baseline": ("baseline", "update", str(run), "--out", str(tmp_path / "baselines"))}[command]
+    done, elapsed = hil(*args)
+    stored = round(statistics.median(times) + 1.5, 3)
+    assert re.fullmatch(rf"hil {command}: {re.escape(str(run / 'profile.json'))}: events\[1\]\.p50_us is {stored}, but "
+                        rf"its times_us give {round(statistics.median(times), 6):.15g} {STORED}", one_line(done))
+    assert elapsed < 60 and hashes(run) == planted and not (tmp_path / "baselines").exists()
+
+
+def test_a_profile_whose_total_is_not_its_times_total_is_refused_by_compare(hil, runs, run):
+    profile = json.loads((run / "profile.json").read_text())
+    method = next(e for e in profile["events"] if e["kind"] == "method")["times_us"]  # one Method::execute event
+    _edit_json(run / "profile.json", lambda p: p["totals_us"].update(method_execute=p["totals_us"]["method_execute"] + 9))
+    done, elapsed = hil("compare", str(runs["cpu"]), str(run))
+    assert re.fullmatch(rf"hil compare: {re.escape(str(run / 'profile.json'))}: totals_us\.method_execute is "
+                        rf"{profile['totals_us']['method_execute'] + 9}, but the events' times give "
+                        rf"{round(statistics.median(method), 6):.15g} {STORED}", one_line(done))
+    assert elapsed < 60
+
+
+def test_a_baseline_file_whose_statistics_were_edited_is_refused_by_compare(hil, runs, tmp_path):
+    baseline = tmp_path / "cifar10.json"
+    done, _ = hil("baseline", "update", str(runs["cpu"]), "--out", str(baseline))
+    assert done.returncode == 0, done.stderr
+    _edit_json(baseline, lambda b: b["profile"]["events"][0].update(max_us=b["profile"]["events"][0]["max_us"] * 2))
+    times = json.loads(baseline.read_text())["profile"]["events"][0]["times_us"]
+    done, elapsed = hil("compare", str(baseline), str(runs["cpu"]))
+    assert re.fullmatch(rf"hil compare: {re.escape(str(baseline))}: profile\.events\[0\]\.max_us is [0-9.]+, but its "
+                        rf"times_us give {max(times):.15g} {STORED}", one_line(done))
+    assert elapsed < 60
 
 
 def test_a_profile_without_a_method_execute_event_is_refused(hil, run):

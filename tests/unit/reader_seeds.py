@@ -34,9 +34,10 @@ def _folder(root: Path, name: str, art: Path, stem: str, dump: bytes, time_scale
     (folder / "serial.log").write_text(SERIAL_LOG)
     manifest = {"schema": "et-hil/manifest/1", "written_at": "2026-01-01T00:00:00Z", "board": "qemu", "model": stem,
                 "model_name": stem, "delegate": delegate, "iterations": 3, "warmup": 0, "status": "passed",
-                "time_scale": time_scale, "files": listing(folder)}
+                "time_scale": time_scale, "firmware_kind": "replay", "files": listing(folder)}
     (folder / "manifest.json").write_text(json.dumps(manifest))
-    (folder / "profile.json").write_text(json.dumps(inspect_run(folder).to_json()))  # the profile `hil run` would write
+    profile = {**inspect_run(folder).to_json(), "firmware": "replay"}  # the profile `hil run` would write, its image
+    (folder / "profile.json").write_text(json.dumps(profile))  # named: each seed's time base is known
     manifest["files"] = listing(folder)
     (folder / "manifest.json").write_text(json.dumps(manifest))
     return folder

@@ -74,3 +74,26 @@ def test_a_write_ahead_log_that_cannot_be_read_is_refused_not_skipped(history: P
         f"history database {archived / 'history.db'}: its write-ahead log {archived / 'history.db-wal'} holds changes "
         f"not yet in the database, and {archived} cannot be written, so SQLite cannot read them: copy the folder "
         "somewhere writable")
+
+
+def test_a_hot_rollback_journal_in_a_read_only_folder_is_refused_not_read_half_written(history: Path, tmp_path: Path):
+    """A writer stopped mid-transaction leaves its pages half written and the journal that undoes them:
+    the reader must not take the half-written pages (immutable=1 would), and says so in one line."""
+    conn = sqlite3.connect(history, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    stopped = os.fork()
+    if stopped == 0:  # the writer: its changes spill into the file (a 2-page cache), then it dies uncommitted
+        writer = sqlite3.connect(history, isolation_level=None)
+        writer.execute("PRAGMA cache_size = 2")
+        writer.execute("BEGIN")
+        writer.execute("UPDATE events SET name = 'half-written'")
+        writer.execute("UPDATE runs SET board = 'half-written'")
+        os._exit(0)
+    os.waitpid(stopped, 0)
+    journal = Path(f"{history}-journal")
+    assert journal.stat().st_size > 0  # the hot journal sqlite.org/fileformat.html describes
+    done = read_in_namespace(history.parent, history)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout.strip() == f"history database {history}: attempt to write a readonly database"
+    assert "half-written" not in [board for _, board in rows(history)]  # here, writable: rolled back, as SQLite does
