@@ -22,7 +22,7 @@ import subprocess
 from pathlib import Path
 
 from hil.base import log
-from hil.base.entry_check import RECORD_NAME, read_record, file_problem, seal
+from hil.base.entry_check import RECORD_NAME, EntryRecord, file_problem, read_record, seal
 
 NINJA_QUERY_TIMEOUT_S = 60.0
 _STATIC_RULE = "_STATIC_LIBRARY_LINKER__"
@@ -60,9 +60,8 @@ def repair_libraries(root: Path, build: Path) -> list[str]:
     if record is None:
         bad = dict.fromkeys(names, f"no {RECORD_NAME} record of its libraries (or a damaged one)")
     else:
-        bad = {name: problem for name in names
-               if (problem := file_problem(root / name, name, record.files[name]) if name in record.files
-                   else f"{name} is not in its {RECORD_NAME}")}
+        found = {name: _problem(root, name, record) for name in names}
+        bad = {name: problem for name, problem in found.items() if problem}
     for name in bad:
         (root / name).unlink(missing_ok=True)
     if bad:
@@ -71,6 +70,14 @@ def repair_libraries(root: Path, build: Path) -> list[str]:
                     f"{f' (and {len(said) - 1} more)' if len(said) > 1 else ''}; removed {len(bad)} "
                     f"librar{'y' if len(bad) == 1 else 'ies'}, archiving again from their objects")
     return sorted(bad)
+
+
+def _problem(root: Path, name: str, record: EntryRecord) -> str:
+    """What is wrong with the library `name` against the record ("" when nothing). One the record does not list
+    was made by a build that did not finish (it was recorded by none)."""
+    if name not in record.files:
+        return f"{name} is not in its {RECORD_NAME}"
+    return file_problem(root / name, name, record.files[name])
 
 
 def record_libraries(root: Path, build: Path) -> None:
