@@ -5,7 +5,8 @@ a generous time bound, the artifacts a failed run keeps (manifest.json with stat
 logs) and that no QEMU, gdb or debug server is left behind. Row 1 (no orphans, even after kill -9)
 is tests/system/test_no_orphans.py; the rows of the run path's own faults (what --out may name, a model
 that exits or hangs, a full disk, symbols missing from the ELF, QEMU killed, a busy UART, SIGTERM) are
-tests/system/test_fault_matrix_run_path.py.
+tests/system/test_fault_matrix_run_path.py; a damaged cache entry (a truncated model.pte or runtime ELF, a damaged
+replay image or runtime library, a read-only cache) is tests/system/test_fault_matrix_cache.py.
 """
 
 from __future__ import annotations
