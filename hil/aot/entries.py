@@ -1,7 +1,7 @@
 """Where an exported model lives in the cache, and which entry may be served: no torch here.
 
 Layout: `<cache>/models/<name>-<static16>/<variant16>/` with model.pte, etrecord.bin, inputs.pt,
-meta.json and reads.json. The static key (hil.aot.export.cache_key: model file, local imports,
+meta.json, reads.json and sha256.json (what each file held, checked by every read: hil.base.entry_check). The static key (hil.aot.export.cache_key: model file, local imports,
 declared data files, options, versions) picks the folder; inside it, one variant per set of run-time
 reads (hil.aot.reads), named by their digest. A lookup serves the first variant whose reads all
 still hold, so switching a variable back and forth hits both models, and two sessions exporting the
@@ -22,6 +22,7 @@ from typing import Any
 
 from hil.aot.cache import ContentKey
 from hil.aot.reads import Reads, first_change, read_reads
+from hil.base.cache_entry import served
 
 PTE_NAME, ETRECORD_NAME, INPUTS_NAME, META_NAME = "model.pte", "etrecord.bin", "inputs.pt", "meta.json"
 UNCACHED_PREFIX = "uncached-"
@@ -40,7 +41,10 @@ def variant_name(reads: Reads) -> str:
 def read_meta(folder: Path, static_key: str | None) -> tuple[dict[str, Any], Reads] | None:
     """(meta, reads) of a complete entry made from `static_key` (None: whichever it records, for an
     entry just made: a model file edited meanwhile does not unmake what ran); None otherwise. An
-    entry damaged by hand (a file deleted, a record unreadable) is removed so the next export rebuilds it."""
+    entry whose files fail their check (hil.base.entry_check: a truncated model.pte, ...) or whose
+    records do not fit together is removed (the first with one line saying so), so the export rebuilds it."""
+    if not served(folder, "exported model"):
+        return None
     try:
         meta = json.loads((folder / META_NAME).read_text("utf-8"))
     except (OSError, ValueError):

@@ -1,7 +1,8 @@
 """Export a model to a .pte with its ETRecord, cached by content hash.
 
 torch.export -> (optional quantization) -> to_edge_transform_and_lower(generate_etrecord=True)
--> to_executorch -> model.pte, etrecord.bin, inputs.pt, meta.json, reads.json in
+-> to_executorch -> model.pte, etrecord.bin, inputs.pt, meta.json, reads.json (and their sha256.json,
+written last and checked by every read: hil.base.entry_check) in
 `<cache>/models/<name>-<static16>/<variant16>/` (hil.aot.entries). The static key covers what can be
 read without running the model: its source file, the local modules it imports and the data files it
 declares (hil.aot.deps), the export/model code, the delegate and its lowering code, the options, and
@@ -35,6 +36,7 @@ from hil.aot.entries import ETRECORD_NAME, INPUTS_NAME, META_NAME, PTE_NAME
 from hil.aot.models import ModelSource, ResolvedSpec, load_model, resolve_spec
 from hil.aot.reads import Reads, write_reads
 from hil.base.atomic import write_bytes, write_json
+from hil.base.entry_check import seal
 from hil.base.errors import ModelError
 
 if TYPE_CHECKING:
@@ -316,6 +318,7 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
         raise ModelError(f"delegate '{delegate}' gave extra data that is not JSON ({exc}) for '{spec}'") from exc
     write_reads(folder, reads)
     write_json(folder / META_NAME, meta)
+    seal(folder)  # last: an entry with its record is one whose files were all written
     return meta, reads
 
 

@@ -6,7 +6,8 @@ It also carries the number of inferences its data holds (`hil_replay_runs`, warm
 takes the harness's run configuration like the RT700 firmware does and refuses any other count.
 Builds are cached by content hash (sources, data, options, compiler version), so a test session
 that profiles the same model twice compiles once, and are built in a private temp folder that is
-renamed into place, so concurrent builders (pytest-xdist) never see half an image.
+renamed into place, so concurrent builders (pytest-xdist) never see half an image. Each entry holds
+the sha256 of its files (hil.base.entry_check), checked whenever it is served: a damaged one is built again.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Literal
 
 from hil.base.atomic import make_public_dir
+from hil.base.cache_entry import served
+from hil.base.entry_check import seal
 from hil.base.errors import BuildError
 from hil.firmware.toolchain import BuildCommandError, compiler_version, find_arm_gcc, run_logged
 from hil.base.paths import FIRMWARE_DIR, cache_dir
@@ -158,7 +161,7 @@ def build_qemu_image(
     key = _cache_key(etdump, console, runs, defines, compiler_version(gcc))
     root = (cache or cache_dir()) / "firmware" / "qemu"
     final = root / key
-    if (final / ELF_NAME).is_file():
+    if served(final, "QEMU replay image"):  # its files checked: a damaged image is removed and built again
         return final / ELF_NAME
 
     root.mkdir(parents=True, exist_ok=True)
@@ -173,6 +176,7 @@ def build_qemu_image(
         raise
     for generated in ("console.bin", "etdump.bin", "hil_data.S"):
         (work / generated).unlink()
+    seal(work)  # the ELF, its map and the log, recorded last
     return _publish(work, final) / ELF_NAME
 
 

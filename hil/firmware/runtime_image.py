@@ -11,6 +11,10 @@ glue), built by CMake from the pinned source workspace (`make rt700-sdk`). Two l
 - one finished ELF per *image* (runtime + the .pte + every firmware source): a second run of the
   same model builds nothing.
 
+Both are checked when used (hil.base.entry_check): an image's ELF against the sha256 recorded when it
+was published (a damaged one is removed and linked again), the runtime's libraries against theirs
+before each link (hil.firmware.runtime_libraries: a damaged one is archived again).
+
 Why a private copy of the workspace's ExecuTorch per runtime folder: ExecuTorch's configure deletes
 and rebuilds `third-party/flatcc/lib` inside its own source tree, so two builds over one checkout
 (this one and the RT700's, or two runtimes) break each other's link, and a read-only workspace
@@ -35,7 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hil.base.atomic import make_public_dir
+from hil.base.cache_entry import served
+from hil.base.entry_check import seal
 from hil.base.errors import BuildError
+from hil.firmware.runtime_libraries import record_libraries, repair_libraries
 from hil.firmware.runtime_sources import entry_flatc, file_sha256, sync_firmware
 from hil.firmware.toolchain import BuildCommandError, compiler_version, find_arm_gcc, run_logged
 from hil.base.paths import FIRMWARE_DIR, PACKAGE_DIR, cache_dir
@@ -49,6 +56,9 @@ BUILD_TIMEOUT_S = 1800.0
 LOCK_TIMEOUT_S = BUILD_TIMEOUT_S + CONFIGURE_TIMEOUT_S
 # Bump when the layout of the cache or the build's options change.
 _RUNTIME_VERSION = "2"
+# Bump when an image entry's layout changes (2: it holds the record of its ELF, hil.base.entry_check).
+_IMAGE_VERSION = "2"
+IMAGE_WHAT = "QEMU runtime image"
 # What shapes the runtime libraries (besides the ExecuTorch sources, the compiler and flatc), under FIRMWARE_DIR.
 _RUNTIME_INPUTS = ("cmake", "qemu/runtime/CMakeLists.txt")
 # What shapes one image on top of its runtime.
@@ -96,12 +106,13 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
     root = (cache or cache_dir()) / "firmware" / "qemu-runtime" / runtime_key[:24]
     image_key = _image_key(runtime_key, pte.read_bytes(), options)
     final = root / "images" / image_key[:24] / ELF_NAME
-    if final.is_file():
+    if served(final.parent, IMAGE_WHAT):  # checked: a damaged ELF is removed and linked again
         return final
     with _locked(root, f"the image of {pte}"):
-        if final.is_file():  # another harness built it while we waited
+        if served(final.parent, IMAGE_WHAT):  # another harness built it while we waited
             return final
         build = _prepare_runtime(root, sources)
+        repair_libraries(root, build)  # a damaged library is archived again, not linked
         source = sync_firmware(FIRMWARE_DIR, root)
         flatc = entry_flatc(flatc, root)
         model = root / "models" / f"{image_key[:24]}.pte"
@@ -117,6 +128,7 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
                         str(jobs or os.cpu_count() or 2)], cwd=root, log=log, timeout=BUILD_TIMEOUT_S)
         except BuildCommandError as exc:
             raise BuildError(f"QEMU runtime image for {pte}: {_first_error(log) or exc.reason} (log: {log})") from exc
+        record_libraries(root, build)
         _publish(build / ELF_NAME, final)
         model.unlink(missing_ok=True)
     return final
@@ -135,7 +147,7 @@ def _runtime_key(sources: RuntimeSources, compiler: str, flatc: Path | None, fir
 
 def _image_key(runtime_key: str, pte: bytes, options: dict[str, str]) -> str:
     """sha256 over the runtime, the program, the image's options and every source the image compiles."""
-    digest = hashlib.sha256(runtime_key.encode())
+    digest = hashlib.sha256(runtime_key.encode() + _IMAGE_VERSION.encode())
     digest.update(hashlib.sha256(pte).digest())
     digest.update(repr(sorted(options.items())).encode())
     _hash_tree(digest, _IMAGE_INPUTS)
@@ -214,6 +226,7 @@ def _publish(elf: Path, final: Path) -> None:
     final.parent.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".image.", dir=final.parent.parent))
     shutil.copyfile(elf, work / ELF_NAME)
+    seal(work)  # the ELF's size and sha256, recorded once it is whole
     make_public_dir(work)
     try:
         os.rename(work, final.parent)

@@ -7,7 +7,9 @@ is tests/system/test_no_orphans.py; the rows of the run path's own faults (what 
 that exits or hangs, a full disk, symbols missing from the ELF, QEMU killed, a busy UART, SIGTERM) are
 tests/system/test_fault_matrix_run_path.py; a signal in each other step (import, export, read-out) is
 test_fault_matrix_signals.py; inputs and budgets a user feeds a run, test_fault_matrix_inputs.py; files
-handed back to `hil` damaged or foreign, test_fault_matrix_readers.py.
+handed back to `hil` damaged or foreign, test_fault_matrix_readers.py; a damaged cache entry (a truncated
+model.pte or runtime ELF, a damaged replay image or runtime library, a read-only cache),
+test_fault_matrix_cache.py.
 """
 
 from __future__ import annotations
