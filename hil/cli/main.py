@@ -228,7 +228,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_image_arguments(check_image)
     check_image.set_defaults(func=_cmd_check_image)
 
-    from hil.firmware import sources
+    from hil.firmware import sources, sources_cmd
+
+    pinned = sub.add_parser("sources", help="assemble the pinned firmware sources (ExecuTorch, MCUXpresso SDK) that "
+                            "the QEMU runtime image and the RT700 firmware are built from")
+    sources_cmd.add_arguments(pinned)
+    pinned.set_defaults(func=sources_cmd.run)
 
     firmware_sources = sub.add_parser("firmware-sources", help="copy the RT700 firmware sources out of the package")
     sources.add_arguments(firmware_sources)

@@ -1,4 +1,4 @@
-"""`python -m hil.firmware.workspace` against real git repositories made in tmp_path.
+"""`hil sources` (hil.firmware.sources_cmd over hil.firmware.workspace) against real git repositories made in tmp_path.
 
 Every expected commit comes from `git rev-parse` in the source repositories made here, and every
 expected file from what the test committed, never from the code under test.
@@ -15,7 +15,7 @@ import pytest
 
 from hil.firmware import workspace
 from hil.firmware.git_cmd import GitTimeout, run
-from hil.firmware.workspace import main
+from hil.cli.main import main as hil_main
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +91,7 @@ def lab(tmp_path: Path) -> dict[str, object]:
 
 
 def assemble(lab: dict[str, object], *extra: str, base: object = None, pins: object = None) -> int:
-    return main(["--pins", str(pins or lab["file"]), "--dest", str(lab["dest"]),
+    return hil_main(["sources", "--pins", str(pins or lab["file"]), "--dest", str(lab["dest"]),
                  "--git-base", str(base or lab["base"]), *extra])
 
 
