@@ -186,12 +186,13 @@ PATH_CHECKS: list[tuple[str, str, Callable[[Path], str | None]]] = [
 
 
 def _path_check(cfg: BoardConfig | None, env: str, what: str, validate: Callable[[Path], str | None]) -> Check:
-    """A firmware source path: from the environment, the board file, or the `make rt700-sdk` workspace."""
+    """A firmware source path: from the environment, the board file, or the `hil sources` workspace."""
+    from hil.firmware.sources_cmd import HINT
     from hil.firmware.workspace import workspace_paths
 
     value = (os.environ.get(env) or (str(cfg.get(f"paths.{env.lower()}", "") or "") if cfg else "")
              or workspace_paths().get(env, ""))
-    fix = (f"`make rt700-sdk` (the pinned workspace), or export {env}=... or set [paths].{env.lower()} in the "
+    fix = (f"{HINT} (the pinned workspace), or export {env}=... or set [paths].{env.lower()} in the "
            f"board file ({what}; {README_LAB})")
     if not value:
         return Check(env, False, "not set", fix)
@@ -241,6 +242,10 @@ def _checks_for(cfg: BoardConfig | None) -> list[tuple[str, Callable[[], Check]]
         checks.insert(1, ("pyOCD target", lambda: check_target(cfg)))
         checks.append(("serial port", lambda: check_serial(cfg)))
         checks += [(env, (lambda e=env, w=what, v=val: _path_check(cfg, e, w, v))) for env, what, val in PATH_CHECKS]
+    if cfg is not None:
+        from hil.cli.doctor_firmware import firmware_checks
+
+        checks += firmware_checks(cfg)
     return checks
 
 
@@ -265,12 +270,13 @@ def _run_all(checks: list[tuple[str, Callable[[], Check]]], budget: float) -> li
             for (name, _), r in zip(checks, results)]
 
 
-def run_doctor(cfg: BoardConfig | None, *, out: TextIO = sys.stdout, as_json: bool = False) -> int:
+def run_doctor(cfg: BoardConfig | None, *, out: TextIO | None = None, as_json: bool = False) -> int:
     """Print the checks for `cfg` (or the board-independent ones for None); 0 when nothing required is missing.
 
     The board file itself was checked against its schema when it was read, before any check here.
     `as_json` prints one JSON document (board, ok, seconds, checks) instead of the lines.
     """
+    out = out or sys.stdout  # looked up now: a caller may have replaced sys.stdout since the import
     start = time.monotonic()
     board = f"board '{cfg.name}' ({cfg.source})" if cfg else "no board (general checks)"
     if not as_json:
