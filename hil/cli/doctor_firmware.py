@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Callable
 
-from hil.cli.doctor import Check, _answer, _tool
+from hil.cli.doctor_tools import Check, _answer, _tool
 from hil.config.board_config import BoardConfig
 
 CMAKE_MIN = (3, 24)  # cmake_minimum_required of firmware/qemu/runtime/CMakeLists.txt and firmware/rt700/CMakeLists.txt

@@ -23,14 +23,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hil.base.errors import BuildError, EnvironmentFault, InputError
+from hil.base import commands
 from hil.firmware.git_cmd import GitTimeout, WorkspaceError
 from hil.firmware.pins import DEFAULT_PINS, Pins, PinsError, load_pins, shown
 from hil.firmware.workspace import (DEFAULT_BASE, ENV_FILE, FETCH_TIMEOUT_S, PROBE_TIMEOUT_S, Assembler, Outcome,
                                     Say, find_url, is_url)
 
 COMMAND = "hil sources"
-# What to run for the sources, in the words of any install (a wheel's or a checkout's).
-HINT = "`hil sources` (offline: `HIL_GIT_BASE=<folder of owner/name mirrors> hil sources`)"
+HINT = commands.SOURCES
 
 
 def sources_folder() -> Path:

@@ -337,3 +337,24 @@ def test_a_wheel_user_goes_from_the_doctor_to_a_green_runtime_run_with_hil_alone
     assert (sources / "workspace.env").is_file()
     doctor = _hil(venv, "doctor", "--board", "qemu", cwd=project, env=env)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+
+
+def test_the_missing_rt700_image_is_one_line_naming_the_command_that_builds_it(venv, tmp_path):
+    project = tmp_path / "bench-project"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_bench.py").write_text(
+        "def test_on_the_bench(hil_profile):\n    hil_profile('cifar10', delegate='none')\n")
+    env = _clean_env(RT700_SDK_DIR=str(tmp_path / "no-sources"), HIL_GIT_BASE="")
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--board",
+                           "rt700", "tests"], cwd=project, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    failure = done.stdout.split(" test_on_the_bench ", 1)[1].splitlines()[1]
+    assert failure.startswith(f"{project / 'tests' / 'test_bench.py'}:2: BoardConfigError: board 'rt700': firmware "
+                              "image "), failure
+    assert "`hil rt700-image --model cifar10 --delegate none --out DIR`, then pass --elf DIR/hil_rt700.elf" in failure
+    assert "Traceback" not in done.stdout and "site-packages/hil/run" not in done.stdout and "`make" not in done.stdout
+    # The command it names, on this machine without sources: the missing part, and what brings it (exit 3).
+    built = _hil(venv, "rt700-image", "--model", "cifar10", "--out", str(tmp_path / "image"), cwd=project, env=env)
+    assert built.returncode == 3 and len(built.stderr.splitlines()) == 1, built.stderr
+    assert built.stderr.startswith(f"hil rt700-image: no firmware source workspace at {tmp_path / 'no-sources'}")
+    assert "`hil sources`" in built.stderr
