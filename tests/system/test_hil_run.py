@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import time
@@ -124,6 +125,19 @@ def test_the_runtime_image_wanted_without_sources_is_an_environment_fault_that_r
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "failed" and not (out / "serial.log").exists()  # nothing ran
     assert manifest["firmware_choice"]["setting"] == ("runtime" if extra else "auto")
+
+
+@pytest.mark.skipif(not Path(os.environ.get("HIL_GIT_BASE") or "/nonexistent").is_dir(),
+                    reason="HIL_GIT_BASE names no local mirror of the pinned sources (`make test` in CI)")
+def test_hil_run_with_hil_git_base_assembles_the_sources_it_lacks_and_runs_the_firmware(run_cli, tmp_path):
+    sources, out = tmp_path / "sources", tmp_path / "run"
+    done = run_cli("run", "--board", "qemu", "--model", "cifar10", "--delegate", "none", "--iterations", "2",
+                   "--out", str(out), "-v", env={"RT700_SDK_DIR": str(sources)}, timeout=2400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"assemble the pinned firmware sources from {os.environ['HIL_GIT_BASE']} into {sources}" in done.stderr
+    assert (sources / "workspace.env").is_file()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["firmware_kind"] == "runtime" and "sources" in manifest["steps_s"], manifest.get("steps_s")
 
 
 def test_a_run_that_requires_the_runtime_image_fails_without_sources_and_says_why(tmp_path, monkeypatch):

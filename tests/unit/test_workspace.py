@@ -271,3 +271,39 @@ def test_runner_kills_the_whole_process_group(tmp_path):
 
 def test_default_workspace_is_in_the_harness_cache(tmp_path):
     assert workspace.default_dest() == tmp_path / "cache" / "rt700-sdk"
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _make(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "--no-print-directory", *args], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **env})
+
+
+def test_make_rt700_sdk_runs_hil_sources(lab):
+    """firmware/rt700/rt700.mk alone (as a wheel user's copy is used; the top Makefile would set up the venv)."""
+    import sys
+
+    args = f"--pins {lab['file']} --git-base {lab['base']}"
+    done = _make("-f", "firmware/rt700/rt700.mk", "rt700-sdk", f"PYTHON={sys.executable}",
+                 f"RT700_SDK_DIR={lab['dest']}", f"RT700_SDK_ARGS={args}", env={})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"-m hil.cli.main sources --dest {lab['dest']}" in done.stdout
+    assert f"hil sources: workspace {lab['dest']} is ready (3 repositories" in done.stdout
+    assert sh_git(lab["dest"] / "tools", "rev-parse", "HEAD") == lab["tools"][0]
+    empty = lab["dest"].parent / "empty-mirror"
+    empty.mkdir()
+    failed = _make("-f", "firmware/rt700/rt700.mk", "rt700-sdk", f"PYTHON={sys.executable}",
+                   f"RT700_SDK_DIR={lab['dest'].parent / 'other'}", f"RT700_SDK_ARGS=--pins {lab['file']}",
+                   env={"HIL_GIT_BASE": str(empty)})
+    said = [line for line in failed.stderr.splitlines() if line.startswith("hil sources:")]
+    assert failed.returncode != 0 and len(said) == 1, failed.stderr
+    assert said[0].startswith(f"hil sources: the pinned firmware sources could not be had from {empty}: acme/")
+
+
+def test_make_sources_runs_hil_sources(tmp_path):
+    """The top Makefile's `sources`, read with `make -n` (it would set up the venv first if run)."""
+    done = _make("-n", "sources", f"VENV={tmp_path / 'venv'}", f"HIL_SOURCES={tmp_path / 'ws'}", env={})
+    assert done.returncode == 0, done.stderr
+    assert f"{tmp_path / 'venv'}/bin/python -m hil.cli.main sources --optional -q --dest {tmp_path / 'ws'}" in done.stdout
