@@ -5,6 +5,7 @@ written out by hand here."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import textwrap
@@ -184,6 +185,34 @@ def test_the_runtime_key_is_the_content_of_its_inputs_never_their_path(tmp_path)
     with (b / "cmake" / "hil_executorch.cmake").open("a") as cmake:
         cmake.write("# one more line\n")
     assert _runtime_key(sources, "arm-none-eabi-gcc 13.2.1", tmp_path / "fa", b) != key
+
+
+def _summary_workspace(root: Path, mirror: str, commit: str) -> Path:
+    """A workspace as `hil sources` leaves one: workspace.env, workspace.json naming its own folder and mirror."""
+    (root / "executorch").mkdir(parents=True)
+    (root / "executorch" / "CMakeLists.txt").write_text("")
+    (root / "workspace.env").write_text(f"export EXECUTORCH_ROOT={root / 'executorch'}\n")
+    (root / "workspace.json").write_text(json.dumps({
+        "pins": str(root / "pins.toml"), "bench_commits": False, "env": {"EXECUTORCH_ROOT": str(root / "executorch")},
+        "repos": [{"repo": "pytorch/executorch", "path": "executorch", "commit": commit, "source": mirror,
+                   "absent": []}]}))
+    return root
+
+
+def test_two_workspaces_of_the_same_commits_share_the_runtime_wherever_they_lie(tmp_path) -> None:
+    """A wheel user's own sources folder and the checkout's: one runtime build (the key's pins record)."""
+    mine = RuntimeSources.from_workspace(_summary_workspace(tmp_path / "mine", "/lab/mirror", "c" * 40))
+    theirs = RuntimeSources.from_workspace(_summary_workspace(tmp_path / "theirs", "https://github.com", "c" * 40))
+    moved = RuntimeSources.from_workspace(_summary_workspace(tmp_path / "moved", "/lab/mirror", "d" * 40))
+    assert mine.pins_record == theirs.pins_record and mine.executorch != theirs.executorch
+    assert moved.pins_record != mine.pins_record
+
+
+def test_a_folder_that_is_no_workspace_is_an_environment_fault_naming_hil_sources(tmp_path) -> None:
+    with pytest.raises(EnvironmentFault) as failure:
+        RuntimeSources.from_workspace(tmp_path)
+    assert exit_code_for(failure.value) == 3 and str(tmp_path) in str(failure.value)
+    assert "`hil sources`" in str(failure.value)
 
 
 def test_the_entry_configures_from_its_own_copy_rewriting_only_what_changed(tmp_path) -> None:

@@ -307,3 +307,21 @@ def test_make_sources_runs_hil_sources(tmp_path):
     done = _make("-n", "sources", f"VENV={tmp_path / 'venv'}", f"HIL_SOURCES={tmp_path / 'ws'}", env={})
     assert done.returncode == 0, done.stderr
     assert f"{tmp_path / 'venv'}/bin/python -m hil.cli.main sources --optional -q --dest {tmp_path / 'ws'}" in done.stdout
+
+
+def test_optional_without_a_git_base_is_one_line_and_exit_0_when_the_sources_cannot_be_had(lab, tmp_path, capsys,
+                                                                                          monkeypatch):
+    """`make demo` / `make test`: a machine without the public host (or a pin it lacks) goes on with the replay image."""
+    monkeypatch.delenv("HIL_GIT_BASE", raising=False)
+    pins = write_pins(tmp_path / "nothere.toml", [{"repo": "acme/et-hil-no-such-repository", "path": "x",
+                                                   "commit": "a" * 40}])
+    code = hil_main(["sources", "--optional", "--probe-timeout", "3", "--pins", str(pins), "--dest", str(lab["dest"])])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 0 and len(err) == 1, err
+    assert err[0].startswith("hil sources: the pinned firmware sources could not be had from https://github.com (")
+    assert 'firmware = "auto" runs the replay image' in err[0] and "`hil sources`" in err[0]
+    # A finished workspace is only checked again, without the network.
+    assert assemble(lab) == 0
+    capsys.readouterr()
+    code = hil_main(["sources", "--optional", "--pins", str(lab["file"]), "--dest", str(lab["dest"])])
+    assert code == 0 and f"workspace {lab['dest']} is up to date" in capsys.readouterr().out
