@@ -82,6 +82,14 @@ def find_workspace() -> Path | None:
     return folder if (folder / ENV_FILE).is_file() else None
 
 
+def _stale(workspace: Path) -> str:
+    """What the workspace lacks against the package's pins, from its stamps ("" when at them)."""
+    from hil.firmware.sources_cmd import read_pins
+    from hil.firmware.workspace import stale_pins
+
+    return "; ".join(stale_pins(workspace, read_pins()))
+
+
 def wanted(cfg: BoardConfig) -> str:
     """The choice in force (one of CHOICES: the schema checked the file and the overrides alike)."""
     return str(cfg.get(SETTING, "auto"))
@@ -114,10 +122,16 @@ def choose_qemu_firmware(cfg: BoardConfig, delegate: str, *, crafted: bool = Fal
                              " use --delegate none or neutron-sim")
         return QemuFirmware("replay", notice=f"a program with the '{delegate}' delegate runs on the replay image "
                                              "(the runtime image has no such backend)")
+    from hil.firmware.sources_cmd import HINT
+
     workspace = find_workspace()
     if workspace is not None:
-        return QemuFirmware("runtime", workspace)
-    from hil.firmware.sources_cmd import HINT
+        stale = _stale(workspace)
+        if stale and os.environ.get("HIL_GIT_BASE"):  # brought to the pins first, as `hil sources` would
+            return QemuFirmware("runtime", workspace, assemble_from=os.environ["HIL_GIT_BASE"])
+        notice = (f"the firmware source workspace {workspace} is not at the installed pins ({stale}): the runtime "
+                  f"image is built from the commits it holds; {HINT} brings it to them") if stale else None
+        return QemuFirmware("runtime", workspace, notice=notice)
 
     if os.environ.get("HIL_GIT_BASE"):  # the user named where the sources come from: get them (hil.run.image)
         return QemuFirmware("runtime", workspace_folder(), assemble_from=os.environ["HIL_GIT_BASE"])

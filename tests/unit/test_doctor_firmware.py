@@ -7,18 +7,17 @@ as a checkout holds it), never by the code under test.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import tomllib
 from pathlib import Path
 
 import pytest
 
-from hil.base.paths import FIRMWARE_DIR, REPO_ROOT
+from stamped_workspace import PINS, write_workspace
+
+from hil.base.paths import REPO_ROOT
 from hil.cli.main import main
 
-PINS = tomllib.loads((FIRMWARE_DIR / "rt700" / "pins.toml").read_text())["pin"]
 HINT = "`hil sources`"
 
 
@@ -42,18 +41,6 @@ def _board(tmp_path: Path, firmware: str) -> Path:
     board = tmp_path / "board.toml"
     board.write_text(text.replace('firmware = "auto"', f'firmware = "{firmware}"'))
     return board
-
-
-def _workspace(root: Path, moved: str | None = None) -> Path:
-    """A finished workspace as checkouts leave it: workspace.env and one stamp per pin; `moved` at another commit."""
-    for pin in PINS:
-        commit = "0" * 40 if pin["repo"] == moved else pin["commit"]
-        stamp = {"repo": pin["repo"], "commit": commit, "sparse": pin.get("sparse", []), "source": "/mirror"}
-        (root / pin["path"] / ".git").mkdir(parents=True, exist_ok=True)
-        (root / pin["path"] / ".git" / "hil-pin.json").write_text(json.dumps(stamp))
-    (root / "workspace.env").write_text(f"export EXECUTORCH_ROOT={root / 'executorch'}\n")
-    (root / "workspace.json").write_text(json.dumps({"bench_commits": False}))
-    return root
 
 
 @pytest.fixture
@@ -92,10 +79,10 @@ def test_a_replay_board_needs_no_build_tools(tmp_path, monkeypatch, capsys, no_b
 def test_a_workspace_at_other_pins_is_missing_naming_the_repository_and_both_commits(
         tmp_path, monkeypatch, capsys, no_base):
     et = next(pin for pin in PINS if pin["repo"] == "pytorch/executorch")
-    monkeypatch.setenv("RT700_SDK_DIR", str(_workspace(tmp_path / "ws")))
+    monkeypatch.setenv("RT700_SDK_DIR", str(write_workspace(tmp_path / "ws")))
     code, text = _doctor(capsys, "--board-config", str(_board(tmp_path, "runtime")))
     assert code == 0 and _line(text, "firmware sources").lstrip().startswith("ok"), text
-    _workspace(tmp_path / "ws", moved="pytorch/executorch")
+    write_workspace(tmp_path / "ws", moved="pytorch/executorch")
     code, text = _doctor(capsys, "--board-config", str(_board(tmp_path, "runtime")))
     line = _line(text, "firmware sources")
     assert code == 3 and "MISSING" in line and f"pytorch/executorch at 000000000000, pinned {et['commit'][:12]}" in line
@@ -104,7 +91,7 @@ def test_a_workspace_at_other_pins_is_missing_naming_the_repository_and_both_com
 
 def test_each_missing_build_tool_is_named_with_its_package(tmp_path, monkeypatch, capsys, no_base):
     """A PATH holding every tool of this machine but cmake and ninja."""
-    monkeypatch.setenv("RT700_SDK_DIR", str(_workspace(tmp_path / "ws")))
+    monkeypatch.setenv("RT700_SDK_DIR", str(write_workspace(tmp_path / "ws")))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("gdb-multiarch", "arm-none-eabi-gcc", "arm-none-eabi-g++", "qemu-system-arm", "cc", "setpriv", "git"):

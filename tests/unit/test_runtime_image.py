@@ -13,6 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from stamped_workspace import PINS, write_workspace
 
 from hil.config.board_config import load_board_config
 from hil.cli.main import exit_code_for
@@ -111,9 +112,7 @@ def _board(tmp_path: Path, firmware: str, shift: int | None = 2) -> object:
 
 @pytest.fixture
 def workspace(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    (folder / "workspace.env").write_text("EXECUTORCH_ROOT=executorch\n")
+    folder = write_workspace(tmp_path / "ws")
     monkeypatch.setenv("RT700_SDK_DIR", str(folder))
     monkeypatch.delenv("HIL_GIT_BASE", raising=False)
     return folder
@@ -144,6 +143,19 @@ def test_without_sources_auto_replays_and_says_how_to_get_them(tmp_path, monkeyp
         based = choose_qemu_firmware(_board(tmp_path, choice), "none")
         assert (based.kind, based.workspace, based.assemble_from) == ("runtime", tmp_path / "nowhere", str(tmp_path))
     assert choose_qemu_firmware(_board(tmp_path, "replay"), "none").kind == "replay"
+
+
+def test_a_workspace_at_other_pins_is_said_or_brought_to_them_with_hil_git_base(tmp_path, workspace, monkeypatch):
+    """Built from, it would give numbers of another ExecuTorch than the installed package names: never silently."""
+    et = next(pin for pin in PINS if pin["repo"] == "pytorch/executorch")
+    write_workspace(workspace, moved="pytorch/executorch")
+    chosen = choose_qemu_firmware(_board(tmp_path, "auto"), "none")
+    assert (chosen.kind, chosen.workspace, chosen.assemble_from) == ("runtime", workspace, None)
+    assert f"pytorch/executorch at 000000000000, pinned {et['commit'][:12]}" in chosen.notice
+    assert "`hil sources`" in chosen.notice
+    monkeypatch.setenv("HIL_GIT_BASE", str(tmp_path / "mirror"))
+    chosen = choose_qemu_firmware(_board(tmp_path, "auto"), "none")
+    assert (chosen.kind, chosen.workspace, chosen.assemble_from) == ("runtime", workspace, str(tmp_path / "mirror"))
 
 
 def test_the_time_base_states_instructions_at_the_icount_shift(tmp_path, workspace) -> None:
