@@ -71,12 +71,13 @@ def assemble_sources(dest: Path, base: str, *, pins: Pins | None = None, bench_c
     """Check every pin out into `dest` from `base` (see hil.firmware.workspace.Assembler).
 
     Raises EnvironmentFault, one line: which repository could not be had from where, and why."""
-    pins = pins or read_pins()
-    extra = {"warn": warn} if warn is not None else {}
+    assembler = Assembler(pins or read_pins(), dest, base, bench_commits, fetch_timeout, say)
+    if warn is not None:
+        assembler.warn = warn
     if progress is not None:
-        extra["progress"] = progress
+        assembler.progress = progress
     try:
-        return Assembler(pins, dest, base, bench_commits, fetch_timeout, say, **extra).assemble()
+        return assembler.assemble()
     except (BuildError, OSError) as exc:
         raise EnvironmentFault(f"the pinned firmware sources could not be had from {base}: {exc}") from None
 
