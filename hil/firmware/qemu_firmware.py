@@ -14,9 +14,10 @@ hil.plugin.settings write it over the board file's, and the board remembers wher
 
 A caller may also *require* a kind (`Requirement`: a nightly whose history is a runtime series):
 then, as with "runtime" chosen, a run that cannot have it is an error naming the missing part,
-never a replay with a warning. With HIL_GIT_BASE set, a run that wants the runtime image and finds no workspace assembles it from
-there first (`QemuFirmware.assemble_from`: hil.run.image does it, as `hil sources` would). Without,
-a missing workspace is the machine's fault (EnvironmentFault, exit 3);
+never a replay with a warning. With HIL_GIT_BASE set, a run that wants the runtime image and finds
+no workspace (or one at other pins) assembles it from there first (`QemuFirmware.assemble_from`:
+hil.run.image does it, as `hil sources` would). Without, a missing workspace is the machine's fault
+(EnvironmentFault, exit 3);
 a program the runtime image cannot run, or two choices that contradict, the user's (exit 2).
 With a workspace present (or HIL_GIT_BASE set), a runtime build failure is an error, never a quiet
 replay: the user asked for sources, so a broken build must show.
