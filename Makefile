@@ -23,8 +23,8 @@ LAB_STAMP := $(LAB_VENV)/.et-hil-$(LABGRID_PIN)
 DEMO_OUT ?= hil-artifacts/demo
 TEST_ARGS ?=
 # The pinned firmware sources (firmware/rt700/pins.toml): the QEMU board builds the real firmware from
-# them, the RT700 build test links from them. `sources` assembles them once (HIL_GIT_BASE: a local
-# mirror; else the public host, if it answers quickly) and says in one line when they cannot be had.
+# them, the RT700 build test links from them. `sources` assembles them once with `hil sources` (HIL_GIT_BASE:
+# a local mirror; else the public host, if it answers quickly) and says in one line when they cannot be had.
 HIL_SOURCES ?= $(or $(RT700_SDK_DIR),$(HOME)/.cache/et-hil/rt700-sdk)
 
 .PHONY: demo test check setup apt venv lab-venv sources clean-cache firmware firmware-check mutation
@@ -59,7 +59,7 @@ $(LAB_STAMP):
 	@rm -f $(LAB_VENV)/.et-hil-*; touch $@
 
 sources: venv
-	@$(PY) -m hil.firmware.workspace --optional -q --dest $(HIL_SOURCES)
+	@$(PY) -m hil.cli.main sources --optional -q --dest $(HIL_SOURCES)
 
 demo: setup sources
 	RT700_SDK_DIR=$(HIL_SOURCES) $(VENV)/bin/hil run --board qemu --model cifar10 --delegate none --out $(DEMO_OUT)/cifar10

@@ -4,7 +4,7 @@
 #
 #   make firmware BOARD=rt700 MODEL=path/to/model.pte [RT700_SDK_DIR=DIR] [RT700_BUILD=DIR]
 #       cmake configure + build into RT700_BUILD (firmware/rt700/build) -> hil_rt700.elf, then
-#       `hil check-image` on it. The sources come from the `make rt700-sdk` workspace (RT700_SDK_DIR,
+#       `hil check-image` on it. The sources come from the `hil sources` workspace (RT700_SDK_DIR,
 #       default the one rt700-sdk makes), or from MCUX_SDK, EXECUTORCH_ROOT, NEUTRON_LIB_DIR in the
 #       environment (or RT700_CMAKE_ARGS="-DMCUX_SDK=... ..."); see firmware/rt700/README.md.
 #       The run count is not a build option: the harness sets it at run time.
@@ -12,7 +12,7 @@
 #       compiles the firmware sources with arm-none-eabi-g++/gcc against the ExecuTorch headers
 #       of the installed executorch wheel and the stand-in board headers in firmware/rt700/check.
 #   make rt700-sdk [RT700_SDK_DIR=DIR] [HIL_GIT_BASE=URL_OR_FOLDER]
-#       checks out the commits pinned in firmware/rt700/pins.toml (ExecuTorch, MCUXpresso SDK)
+#       runs `hil sources` (the same from a wheel, without this file): checks out the commits pinned in firmware/rt700/pins.toml (ExecuTorch, MCUXpresso SDK)
 #       into one workspace and writes DIR/workspace.env (MCUX_SDK, EXECUTORCH_ROOT, NEUTRON_LIB_DIR).
 
 RT700_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
@@ -29,9 +29,9 @@ RT700_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 .PHONY: firmware firmware-check rt700-sdk
 
 # The workspace `make firmware` reads: RT700_SDK_DIR, else rt700-sdk's default when it exists there
-# (asked of hil.firmware.workspace, so the default lives in one place), else none (paths from the
+# (asked of hil.firmware.sources_cmd, so the default lives in one place), else none (paths from the
 # environment).
-RT700_FIRMWARE_SDK = $(or $(RT700_SDK_DIR),$(shell d=$$($(PYTHON) -c 'from hil.firmware.workspace import default_dest; print(default_dest())' 2>/dev/null); [ -f "$$d/workspace.env" ] && echo "$$d"))
+RT700_FIRMWARE_SDK = $(or $(RT700_SDK_DIR),$(shell d=$$($(PYTHON) -c 'from hil.firmware.sources_cmd import sources_folder; print(sources_folder())' 2>/dev/null); [ -f "$$d/workspace.env" ] && echo "$$d"))
 
 # The executorch wheel's flatc (the pinned flatbuffers' version): saves building a host flatc from
 # source, most of a cold build (asked of hil.firmware.runtime_image, so the lookup lives in one place).
@@ -102,4 +102,4 @@ RT700_SDK_DIR ?=
 RT700_SDK_ARGS ?=
 # The venv comes from the top Makefile's `venv` target when included from it.
 rt700-sdk: $(if $(VENV_STAMP),venv)
-	$(PYTHON) -m hil.firmware.workspace $(if $(RT700_SDK_DIR),--dest $(RT700_SDK_DIR)) $(RT700_SDK_ARGS)
+	$(PYTHON) -m hil.cli.main sources $(if $(RT700_SDK_DIR),--dest $(RT700_SDK_DIR)) $(RT700_SDK_ARGS)

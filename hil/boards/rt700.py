@@ -21,6 +21,7 @@ from hil.config.board_config import BoardConfig
 from hil.drift.readout import DEBUG_FILE, read_out_debug_buffer
 from hil.base.errors import BoardConfigError, HilError, TargetError
 from hil.config.options import OVERRIDES
+from hil.base.commands import RT700_IMAGE
 from hil.base.progress import Progress
 from hil.probe.gdbserver import PyocdGdbServer, end_stale_gdbservers
 from hil.probe.lock import ProbeLock
@@ -45,7 +46,7 @@ RT700_OVERRIDES: dict[str, str] = {opt.name.replace("-", "_"): opt.key for opt i
 MCULINK_HWGREP = "hwgrep://1FC9:0143"
 DONE_LINE = "Program complete, exiting."
 # How an image without the run-configuration handshake gets it.
-REBUILD_HINT = "make firmware BOARD=rt700 MODEL=path/to/model.pte, with firmware/common/hil_result.c"
+REBUILD_HINT = f"`{RT700_IMAGE} --model MODEL --out DIR` (its image has the handshake, firmware/common/hil_result.c)"
 
 
 def serial_url_for(cfg: BoardConfig, probe_id: str) -> str:

@@ -13,78 +13,21 @@ import dataclasses
 import importlib.util
 import json
 import os
-import re
-import shutil
-import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TextIO
 
 from hil.config.board_config import BoardConfig
 from hil.base.errors import HilError
+from hil.cli.doctor_tools import CHECK_TIMEOUT_S, GCC_BANNER, GDB_BANNER, QEMU_BANNER, Check, _answer, _tool
 
-# Seconds one check may take, and the whole doctor (well under the 30 s promised to users).
-CHECK_TIMEOUT_S = 8.0
+# Seconds the whole doctor may take (well under the 30 s promised to users); one check: CHECK_TIMEOUT_S.
 TOTAL_TIMEOUT_S = 20.0
 
 MCULINK_VID, MCULINK_PID = 0x1FC9, 0x0143
 README_LAB = 'README, section "Lab bench"'
-
-
-@dataclass
-class Check:
-    """One line of the report. `required=False` marks a missing piece that fails nothing."""
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-    required: bool = True
-
-    def line(self) -> str:
-        state = "ok" if self.ok else ("MISSING" if self.required else "note")
-        text = f"  {state:<8} {self.name}: {self.detail}"
-        if not self.ok and self.fix:
-            text += f"\n           fix: {self.fix}"
-        return text
-
-
-# What each tool's `--version` answers first: a path that runs something else (a wrapper, `/bin/false`,
-# an x86 gcc) is found on PATH but is not the tool.
-GDB_BANNER = r"^GNU gdb\b"
-GCC_BANNER = r"^arm-none-eabi-gcc\b"
-QEMU_BANNER = r"^QEMU emulator version\b"
-
-
-def _answer(path: str, banner: str) -> tuple[bool, str]:
-    """Run `path --version`: (True, its first line) when it exits 0 with the tool's banner, else (False, why)."""
-    command = f"`{path} --version`"
-    try:
-        proc = subprocess.run([path, "--version"], capture_output=True, text=True, errors="replace",
-                              timeout=CHECK_TIMEOUT_S - 1, check=False)
-    except subprocess.TimeoutExpired:
-        return False, f"{command} gave no answer within {CHECK_TIMEOUT_S - 1:g} s"
-    except OSError as exc:
-        return False, f"{command} cannot run: {exc.strerror or exc}"
-    first = next(iter((proc.stdout or proc.stderr).strip().splitlines()), "")
-    if proc.returncode != 0:
-        return False, f"{command} exited with status {proc.returncode}" + (f": {first[:120]}" if first else "")
-    if not re.search(banner, first):
-        return False, f"{command} answered {first[:120]!r}, not the tool's banner"
-    return True, first
-
-
-def _tool(name: str, executable: str, fix: str, banner: str, extra_dirs: list[Path] = ()) -> Check:
-    path = shutil.which(executable) or next(
-        (str(d / executable) for d in extra_dirs if (d / executable).is_file()), None
-    )
-    if path is None:
-        return Check(name, False, f"'{executable}' not found on PATH", fix)
-    ok, answer = _answer(path, banner)
-    return Check(name, ok, f"{path} ({answer})" if ok else answer, fix)
 
 
 def check_gdb(cfg: BoardConfig | None) -> Check:
@@ -186,12 +129,13 @@ PATH_CHECKS: list[tuple[str, str, Callable[[Path], str | None]]] = [
 
 
 def _path_check(cfg: BoardConfig | None, env: str, what: str, validate: Callable[[Path], str | None]) -> Check:
-    """A firmware source path: from the environment, the board file, or the `make rt700-sdk` workspace."""
+    """A firmware source path: from the environment, the board file, or the `hil sources` workspace."""
+    from hil.firmware.sources_cmd import HINT
     from hil.firmware.workspace import workspace_paths
 
     value = (os.environ.get(env) or (str(cfg.get(f"paths.{env.lower()}", "") or "") if cfg else "")
              or workspace_paths().get(env, ""))
-    fix = (f"`make rt700-sdk` (the pinned workspace), or export {env}=... or set [paths].{env.lower()} in the "
+    fix = (f"{HINT} (the pinned workspace), or export {env}=... or set [paths].{env.lower()} in the "
            f"board file ({what}; {README_LAB})")
     if not value:
         return Check(env, False, "not set", fix)
@@ -241,6 +185,10 @@ def _checks_for(cfg: BoardConfig | None) -> list[tuple[str, Callable[[], Check]]
         checks.insert(1, ("pyOCD target", lambda: check_target(cfg)))
         checks.append(("serial port", lambda: check_serial(cfg)))
         checks += [(env, (lambda e=env, w=what, v=val: _path_check(cfg, e, w, v))) for env, what, val in PATH_CHECKS]
+    if cfg is not None:
+        from hil.cli.doctor_firmware import firmware_checks
+
+        checks += firmware_checks(cfg)
     return checks
 
 
@@ -265,12 +213,13 @@ def _run_all(checks: list[tuple[str, Callable[[], Check]]], budget: float) -> li
             for (name, _), r in zip(checks, results)]
 
 
-def run_doctor(cfg: BoardConfig | None, *, out: TextIO = sys.stdout, as_json: bool = False) -> int:
+def run_doctor(cfg: BoardConfig | None, *, out: TextIO | None = None, as_json: bool = False) -> int:
     """Print the checks for `cfg` (or the board-independent ones for None); 0 when nothing required is missing.
 
     The board file itself was checked against its schema when it was read, before any check here.
     `as_json` prints one JSON document (board, ok, seconds, checks) instead of the lines.
     """
+    out = out or sys.stdout  # looked up now: a caller may have replaced sys.stdout since the import
     start = time.monotonic()
     board = f"board '{cfg.name}' ({cfg.source})" if cfg else "no board (general checks)"
     if not as_json:

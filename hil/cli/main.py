@@ -119,26 +119,9 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     """The AOT step alone: what a bench needs before it can build the firmware."""
-    from hil.base import atomic
-    from hil.aot.isolated import DEFAULT_EXPORT_TIMEOUT_S, export_isolated  # the default: hil.base.defaults
-    from hil.aot.models import resolve_spec
-    from hil.base.checks import finite_number
-    from hil.config.inputs import writable_folder
-    from hil.run.out_folder import named_folder
+    from hil.cli.export_cmd import export_program
 
-    timeout = finite_number(args.export_timeout if args.export_timeout is not None else DEFAULT_EXPORT_TIMEOUT_S,
-                            "export timeout (seconds)", above=0)
-    resolve_spec(args.model)  # a spec naming no model, then an --out that cannot be: before the export's minutes
-    out = writable_folder(named_folder(args.out))
-    compiled = export_isolated(args.model, delegate=args.delegate, timeout_s=timeout)
-    atomic.copy_file(compiled.pte_path, out / "model.pte")
-    atomic.copy_file(compiled.etrecord_path, out / "etrecord.bin")
-    if compiled.extra.get("conversion_log"):
-        atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
-    state = "from cache" if compiled.cached else "exported"
-    reason = compiled.reads.not_cached_reason()
-    print(f"{compiled.name}: {state}, delegated={compiled.delegated} -> {args.out}/model.pte, etrecord.bin"
-          + (f" ({reason})" if reason else ""))
+    export_program(args.model, args.out, args.delegate, args.export_timeout)
     return 0
 
 
@@ -242,7 +225,18 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_image_arguments(check_image)
     check_image.set_defaults(func=_cmd_check_image)
 
-    from hil.firmware import sources
+    from hil.cli import rt700_image
+
+    rt700 = sub.add_parser("rt700-image", help="build the RT700 firmware image of one program (from any install)")
+    rt700_image.add_arguments(rt700)
+    rt700.set_defaults(func=rt700_image.run)
+
+    from hil.firmware import sources, sources_cmd
+
+    pinned = sub.add_parser("sources", help="assemble the pinned firmware sources (ExecuTorch, MCUXpresso SDK) that "
+                            "the QEMU runtime image and the RT700 firmware are built from")
+    sources_cmd.add_arguments(pinned)
+    pinned.set_defaults(func=sources_cmd.run)
 
     firmware_sources = sub.add_parser("firmware-sources", help="copy the RT700 firmware sources out of the package")
     sources.add_arguments(firmware_sources)

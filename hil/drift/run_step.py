@@ -17,6 +17,7 @@ from hil.drift.debug_size import debug_buffer_room, debug_need
 from hil.drift.gap import numeric_gap, with_representative_inputs
 from hil.drift.readout import DEBUG_FILE
 from hil.base.errors import AnalysisError, InputError
+from hil.base.commands import SOURCES
 
 if TYPE_CHECKING:
     import torch
@@ -39,8 +40,8 @@ def require_runtime(cfg: "BoardConfig", firmware_kind: str) -> None:
     """Only an image that runs the program records its outputs: a replay image has none to give."""
     if firmware_kind != "runtime":
         raise InputError(f"board '{cfg.name}': --hil-debug-outputs needs the QEMU runtime image (the firmware that "
-                         f"runs the program), but this run would use the {firmware_kind} image; set RT700_SDK_DIR "
-                         "or run `make rt700-sdk`, and use --delegate none or neutron-sim")
+                         f"runs the program), but this run would use the {firmware_kind} image; assemble its sources with "
+                         f"{SOURCES} (or set RT700_SDK_DIR to a workspace), and use --delegate none or neutron-sim")
 
 
 def target_inputs(compiled: "CompiledModel",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from hil.base.errors import BoardConfigError
+from hil.base.commands import RT700_IMAGE
 from hil.records.elf_reader import ElfImage, ElfReadError, read_elf
 
 SECTION = ".modeldata"
@@ -85,7 +86,7 @@ def check_image_carries(elf: Path, pte: Path, *, board: str) -> bool:
         return False
     model = pte.read_bytes()
     if not carried.is_program(model):
-        raise _refuse(board, elf, carried, pte, model, f"rebuild it with `make firmware BOARD=rt700 MODEL={pte}`")
+        raise _refuse(board, elf, carried, pte, model, f"rebuild it with `{RT700_IMAGE} --model {pte} --out DIR`")
     return True
 
 

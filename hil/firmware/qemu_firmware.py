@@ -5,7 +5,7 @@ The choice, `runtime`, `replay` or `auto`: the board file's `[qemu].firmware`, u
 hil.plugin.settings write it over the board file's, and the board remembers where it came from):
 
 - "runtime": the shared application with ExecuTorch's runtime, built for the emulated Cortex-M33
-  from the pinned source workspace (`make rt700-sdk`): the program really runs, and its times are
+  from the pinned source workspace (`hil sources`): the program really runs, and its times are
   the emulated core's instruction counts (see TIME_BASE);
 - "replay": the replay image, which hands out an ETDump made beforehand (the host runtime's, or
   the simulated Neutron buffer); it also serves the harness's tests that need a crafted ETDump;
@@ -14,7 +14,10 @@ hil.plugin.settings write it over the board file's, and the board remembers wher
 
 A caller may also *require* a kind (`Requirement`: a nightly whose history is a runtime series):
 then, as with "runtime" chosen, a run that cannot have it is an error naming the missing part,
-never a replay with a warning. A missing workspace is the machine's fault (EnvironmentFault, exit 3);
+never a replay with a warning. With HIL_GIT_BASE set, a run that wants the runtime image and finds
+no workspace (or one at other pins) assembles it from there first (`QemuFirmware.assemble_from`:
+hil.run.image does it, as `hil sources` would). Without, a missing workspace is the machine's fault
+(EnvironmentFault, exit 3);
 a program the runtime image cannot run, or two choices that contradict, the user's (exit 2).
 With a workspace present (or HIL_GIT_BASE set), a runtime build failure is an error, never a quiet
 replay: the user asked for sources, so a broken build must show.
@@ -41,16 +44,19 @@ RUNTIME_DELEGATES = ("none", "neutron-sim")
 # (firmware/qemu/runtime/board_glue.c), which the console's `Core/NPU Frequency` line also says.
 RUNTIME_TICK_MHZ = 20.0
 RUNTIME_TICK_NS = 1000.0 / RUNTIME_TICK_MHZ
-WORKSPACE_HINT = "`make rt700-sdk` (offline: HIL_GIT_BASE=<mirror> make rt700-sdk)"
 
 
 @dataclass(frozen=True)
 class QemuFirmware:
-    """The image kind chosen for one run, the workspace it builds from, and what to tell the user."""
+    """The image kind chosen for one run, the workspace it builds from, and what to tell the user.
+
+    A runtime choice without a workspace yet has `assemble_from`: the git base (HIL_GIT_BASE) to
+    assemble `workspace` from before the build."""
 
     kind: FirmwareKind
     workspace: Path | None = None
     notice: str | None = None
+    assemble_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,10 +69,10 @@ class Requirement:
 
 
 def workspace_folder() -> Path:
-    """Where the pinned source workspace is looked for: RT700_SDK_DIR, else `make rt700-sdk`'s default."""
-    from hil.firmware.workspace import default_dest
+    """Where the pinned source workspace is looked for: RT700_SDK_DIR, else `hil sources`'s default."""
+    from hil.firmware.sources_cmd import sources_folder
 
-    return Path(os.environ.get("RT700_SDK_DIR") or default_dest())
+    return sources_folder()
 
 
 def find_workspace() -> Path | None:
@@ -75,6 +81,14 @@ def find_workspace() -> Path | None:
 
     folder = workspace_folder()
     return folder if (folder / ENV_FILE).is_file() else None
+
+
+def _stale(workspace: Path) -> str:
+    """What the workspace lacks against the package's pins, from its stamps ("" when at them)."""
+    from hil.firmware.sources_cmd import read_pins
+    from hil.firmware.workspace import stale_pins
+
+    return "; ".join(stale_pins(workspace, read_pins()))
 
 
 def wanted(cfg: BoardConfig) -> str:
@@ -109,18 +123,25 @@ def choose_qemu_firmware(cfg: BoardConfig, delegate: str, *, crafted: bool = Fal
                              " use --delegate none or neutron-sim")
         return QemuFirmware("replay", notice=f"a program with the '{delegate}' delegate runs on the replay image "
                                              "(the runtime image has no such backend)")
+    from hil.firmware.sources_cmd import HINT
+
     workspace = find_workspace()
     if workspace is not None:
-        return QemuFirmware("runtime", workspace)
+        stale = _stale(workspace)
+        if stale and os.environ.get("HIL_GIT_BASE"):  # brought to the pins first, as `hil sources` would
+            return QemuFirmware("runtime", workspace, assemble_from=os.environ["HIL_GIT_BASE"])
+        notice = (f"the firmware source workspace {workspace} is not at the installed pins ({stale}): the runtime "
+                  f"image is built from the commits it holds; {HINT} brings it to them") if stale else None
+        return QemuFirmware("runtime", workspace, notice=notice)
+
+    if os.environ.get("HIL_GIT_BASE"):  # the user named where the sources come from: get them (hil.run.image)
+        return QemuFirmware("runtime", workspace_folder(), assemble_from=os.environ["HIL_GIT_BASE"])
     missing = f"no firmware source workspace at {workspace_folder()} (RT700_SDK_DIR)"
     if need == "runtime":
-        raise EnvironmentFault(f"board '{cfg.name}': {asked}, but there is {missing}; "
-                               f"assemble it with {WORKSPACE_HINT}")
-    if os.environ.get("HIL_GIT_BASE"):
-        raise EnvironmentFault(f"board '{cfg.name}': HIL_GIT_BASE is set, so the runtime image is wanted, but there "
-                               f"is {missing}; assemble it with {WORKSPACE_HINT}, or unset HIL_GIT_BASE to replay")
-    return QemuFirmware("replay", notice=f"{missing}, so the QEMU board replays a host-made ETDump; to run the "
-                                         f"firmware: {WORKSPACE_HINT}")
+        raise EnvironmentFault(f"board '{cfg.name}': {asked}, but there is {missing}, so nothing runs; "
+                               f"assemble it with {HINT}")
+    return QemuFirmware("replay", notice=f"{missing}, so this run uses the replay image (a host-made ETDump); to "
+                                         f"run the firmware: {HINT}")
 
 
 def choice_record(cfg: BoardConfig, required: Requirement | None = None) -> dict[str, Any]:
@@ -144,7 +165,8 @@ def would_run_runtime(cfg: BoardConfig) -> bool:
     """Whether `hil run` on this QEMU board file runs the runtime image now (for a CPU-only or a
     simulated-Neutron program alike): how `hil inspect --board-config` reads a bare dump's ticks."""
     choice = wanted(cfg)
-    return choice == "runtime" or (choice == "auto" and find_workspace() is not None)
+    return choice == "runtime" or (choice == "auto" and (find_workspace() is not None
+                                                         or bool(os.environ.get("HIL_GIT_BASE"))))
 
 
 def runtime_time_scale(cfg: BoardConfig) -> "TimeScale":

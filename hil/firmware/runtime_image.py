@@ -1,7 +1,7 @@
 """Build the QEMU runtime image: ExecuTorch's runtime, ETDumpGen and a program's kernels for mps2-an505.
 
 The image is `firmware/qemu/runtime/` (the shared application of `firmware/app/` with QEMU's board
-glue), built by CMake from the pinned source workspace (`make rt700-sdk`). Two levels of caching:
+glue), built by CMake from the pinned source workspace (`hil sources`). Two levels of caching:
 
 - one build folder per *runtime* (pinned ExecuTorch, compiler, flatc, CMake files and options, by
   content, never by where they lie): the ExecuTorch libraries are compiled there once per machine,
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -41,7 +42,7 @@ from pathlib import Path
 from hil.base.atomic import make_public_dir
 from hil.base.cache_entry import served
 from hil.base.entry_check import seal
-from hil.base.errors import BuildError
+from hil.base.errors import BuildError, EnvironmentFault
 from hil.firmware.runtime_libraries import record_libraries, repair_libraries
 from hil.firmware.runtime_sources import entry_flatc, file_sha256, sync_firmware
 from hil.firmware.toolchain import BuildCommandError, compiler_version, find_arm_gcc, run_logged
@@ -82,13 +83,28 @@ class RuntimeSources:
     def from_workspace(cls, workspace: Path) -> "RuntimeSources":
         from hil.firmware.workspace import SUMMARY_FILE, workspace_paths
 
+        from hil.firmware.sources_cmd import HINT
+
         paths = workspace_paths(workspace)
         root = Path(paths.get("EXECUTORCH_ROOT", ""))
         if not paths or not (root / "CMakeLists.txt").is_file():
-            raise BuildError(f"{workspace} is not a finished source workspace (no ExecuTorch checkout named in its "
-                             "workspace.env): run `make rt700-sdk`")
-        summary = workspace / SUMMARY_FILE
-        return cls(root, summary.read_bytes() if summary.is_file() else str(root).encode())
+            raise EnvironmentFault(f"{workspace} is not a finished source workspace (no ExecuTorch checkout named in "
+                                   f"its workspace.env), so no runtime image is built; assemble it with {HINT}")
+        return cls(root, _pins_record(workspace / SUMMARY_FILE, root))
+
+
+def _pins_record(summary: Path, root: Path) -> bytes:
+    """What the workspace holds, by content: each repository's name, place, commit and files left out.
+
+    Not the summary's bytes: they name the workspace's folder and the mirror it came from, so two
+    workspaces of the same commits (the checkout's, a wheel user's own) would build the runtime twice.
+    """
+    try:
+        data = json.loads(summary.read_text(encoding="utf-8"))
+        repos = [{key: repo[key] for key in ("repo", "path", "commit", "absent")} for repo in data["repos"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return str(root).encode()  # a workspace of unknown commits: only this one folder's builds share
+    return json.dumps({"bench_commits": bool(data.get("bench_commits")), "repos": repos}, sort_keys=True).encode()
 
 
 def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | None = None,

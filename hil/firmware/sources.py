@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 from pathlib import Path
 
 from hil.base.errors import HilError, InputError
 from hil.config.inputs import writable_folder
 from hil.base.paths import FIRMWARE_DIR
+from hil.base.commands import RT700_IMAGE
 
 PARTS = ("rt700", "common")
 _SKIP = shutil.ignore_patterns("build", "__pycache__", "*.o", "*.d")
@@ -58,5 +60,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     for dest in copy_sources(args.out, force=args.force):
         print(dest)
-    print(f"build with: make -f {args.out / 'rt700' / 'rt700.mk'} firmware BOARD=rt700 MODEL=path/to/model.pte")
+    print(f"build with: make -f {args.out / 'rt700' / 'rt700.mk'} firmware BOARD=rt700 MODEL=path/to/model.pte "
+          f"PYTHON={sys.executable} (or, from the package itself: `{RT700_IMAGE} --model MODEL --out DIR`)")
     return 0

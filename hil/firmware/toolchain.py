@@ -17,7 +17,7 @@ from hil.base.errors import BuildError, TimeoutExpired
 from hil.target.spawner import START_TIMEOUT_S, spawn
 
 ARM_GCC = "arm-none-eabi-gcc"
-INSTALL_HINT = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi (or run `make demo`)"
+INSTALL_HINT = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi"
 
 
 class BuildCommandError(BuildError):

@@ -1,4 +1,4 @@
-"""`make rt700-sdk`: one folder holding every source the RT700 firmware build needs, at pinned commits.
+"""`hil sources`: one folder holding every source the RT700 firmware build needs, at pinned commits.
 
 Why not `west update` plus `git submodule update`: those follow manifests and branches that move,
 need the network and fetch far more than the firmware uses. Here one reviewed file
@@ -20,7 +20,6 @@ checkout --detach`, check HEAD, stamp (`.git/hil-pin.json`). The source is `<bas
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import json
 import os
@@ -29,14 +28,14 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hil.base.atomic import write_text
 from hil.base.errors import BuildError
 from hil.firmware.git_cmd import GitTimeout, WorkspaceError, git, why as _why
-from hil.firmware.pins import DEFAULT_PINS, Pin, Pins, PinsError, load_pins, shown
+from hil.firmware.pins import Pin, Pins, shown
 from hil.base.paths import cache_dir
 
 DEFAULT_BASE = "https://github.com"
@@ -143,6 +142,7 @@ class Assembler:
     fetch_timeout: float = FETCH_TIMEOUT_S
     say: Say = print
     warn: Say = field(default=lambda line: print(line, file=sys.stderr))
+    progress: Callable[[float], None] = lambda _fraction: None  # the share of the pins done, before each
 
     def assemble(self) -> list[Outcome]:
         """Every pin in order, under a lock (two runs into one folder would fight over git's locks)."""
@@ -151,10 +151,11 @@ class Assembler:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                self.say(f"rt700-sdk: waiting for another run on {self.dest} ...")
+                self.say(f"waiting for another assembly of {self.dest} to finish ...")
                 fcntl.flock(lock, fcntl.LOCK_EX)
             outcomes = []
-            for pin in self.pins.pins:
+            for done, pin in enumerate(self.pins.pins):
+                self.progress(done / len(self.pins.pins))
                 try:
                     outcomes.append(self.sync(pin))
                 except GitTimeout as exc:  # the runner knows the command, not the pin
@@ -332,84 +333,23 @@ def _absent_files(work: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
             tuple(sorted(p for p, s in blobs.items() if s not in missing)))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The CLI; exit status 2 for bad input (pins file, git base), 3 when fetching or checking out fails."""
-    parser = argparse.ArgumentParser(prog="python -m hil.firmware.workspace", description=(
-        "Check out the RT700 firmware's pinned sources (ExecuTorch, MCUXpresso SDK) into one folder."))
-    parser.add_argument("--pins", type=Path, default=DEFAULT_PINS, help="pins file (default: firmware/rt700/pins.toml)")
-    parser.add_argument("--dest", type=Path, help="workspace folder (default: rt700-sdk in the harness cache, "
-                        "$HIL_CACHE_DIR or ${XDG_CACHE_HOME:-~/.cache}/et-hil)")
-    parser.add_argument("--git-base", help=f"URL or folder of owner/name repositories (default: $HIL_GIT_BASE, "
-                        f"else {DEFAULT_BASE})")
-    parser.add_argument("--bench-commits", action="store_true",
-                        help="check out each pin's bench_commit (the exact upstream release) where it has one")
-    parser.add_argument("--fetch-timeout", type=float, default=FETCH_TIMEOUT_S, metavar="S",
-                        help=f"seconds one git fetch or ls-remote may take (default {FETCH_TIMEOUT_S:g})")
-    parser.add_argument("--optional", action="store_true",
-                        help="for `make demo` / `make test`: without HIL_GIT_BASE, a public host that does not answer "
-                        "within --probe-timeout (or any failure) is one line and exit 0, not an error")
-    parser.add_argument("--probe-timeout", type=float, default=PROBE_TIMEOUT_S, metavar="S",
-                        help=f"with --optional: seconds the first repository may take to answer (default {PROBE_TIMEOUT_S:g})")
-    parser.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
-    args = parser.parse_args(argv)
-    if args.optional and not (args.git_base or os.environ.get("HIL_GIT_BASE")):
-        return _assemble_if_reachable(args)
-    say: Say = (lambda _line: None) if args.quiet else print
+def stale_pins(dest: Path, pins: Pins) -> list[str]:
+    """What the workspace at `dest` lacks against `pins`, one phrase per pin ([] when every checkout is
+    stamped at its pin), from the stamps alone: no git runs, so `hil doctor` answers in a moment.
 
-    base = args.git_base or os.environ.get("HIL_GIT_BASE") or DEFAULT_BASE
-    if not is_url(base):
-        if not Path(base).expanduser().is_dir():
-            print(f"rt700-sdk: git base '{base}' is neither a URL nor a folder (--git-base, HIL_GIT_BASE)", file=sys.stderr)
-            return 2
-        base = str(Path(base).expanduser().absolute())
-    try:
-        pins = load_pins(args.pins)
-    except PinsError as exc:
-        print(f"rt700-sdk: {exc}", file=sys.stderr)
-        return 2
-    dest = (args.dest.expanduser() if args.dest else default_dest()).absolute()
-    kind = "bench commits" if args.bench_commits else "pinned commits"
-    say(f"rt700-sdk: {len(pins.pins)} repositories from {base} into {dest} ({kind} of {shown(pins.source)})")
-    started = time.monotonic()
-    try:
-        outcomes = Assembler(pins, dest, base, args.bench_commits, args.fetch_timeout, say).assemble()
-    except (BuildError, OSError) as exc:
-        print(f"rt700-sdk: {exc}", file=sys.stderr)
-        return 3
-    except KeyboardInterrupt:
-        print("rt700-sdk: interrupted", file=sys.stderr)
-        return 130
-    state = "is up to date" if all(o.up_to_date for o in outcomes) else "is ready"
-    say(f"rt700-sdk: workspace {dest} {state} ({len(outcomes)} repositories, {time.monotonic() - started:.1f} s)")
-    for name, path in pins.variables(dest):
-        say(f"{name}={path}")
-    say(f"(also in {dest / ENV_FILE}, for a shell's `.` or a Makefile's `include`)")
-    return 0
-
-
-def _assemble_if_reachable(args: argparse.Namespace) -> int:
-    """`--optional` without a git base of the user's: the public host if it answers, else one line.
-
-    A finished workspace is only re-checked (no network); an unfinished one is fetched only after
-    the first repository answered within --probe-timeout, so a machine without the network never
-    waits on it. What is missing then is said once, with the fix; the QEMU board replays meanwhile.
+    Why: a workspace assembled before an upgrade of et-hil holds the old pins' commits; built from,
+    it would give numbers of another ExecuTorch than the one the installed package names.
     """
-    dest = (args.dest.expanduser() if args.dest else default_dest()).absolute()
-    argv = ["--pins", str(args.pins), "--dest", str(dest), "--fetch-timeout", str(args.fetch_timeout)]
-    argv += ["-q"] if args.quiet else []
-    why = ""
     try:
-        if not (dest / ENV_FILE).is_file():
-            find_url(DEFAULT_BASE, load_pins(args.pins).pins[0].repo, args.probe_timeout)
-    except (WorkspaceError, GitTimeout, PinsError, OSError) as exc:
-        why = str(exc)
-    if not why and main(argv) == 0:
-        return 0
-    print(f"et-hil: the pinned firmware sources could not be had from {DEFAULT_BASE} ({why or 'see above'}); the QEMU "
-          "board replays ETDumps instead of running the firmware. Fix: `HIL_GIT_BASE=<mirror of owner/name "
-          "repositories> make rt700-sdk` (or network access to it)", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        summary = json.loads((dest / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        summary = {}
+    bench = bool(summary.get("bench_commits")) if isinstance(summary, dict) else False
+    found = []
+    for pin in pins.pins:
+        stamp, commit = _read_stamp(dest / pin.path), pin.wanted(bench)
+        if not stamp:
+            found.append(f"{pin.repo} not checked out at {dest / pin.path}")
+        elif (stamp.get("repo"), stamp.get("commit"), stamp.get("sparse")) != (pin.repo, commit, list(pin.sparse)):
+            found.append(f"{pin.repo} at {str(stamp.get('commit'))[:12]}, pinned {commit[:12]}")
+    return found

@@ -28,6 +28,7 @@ from hil.plugin import boards as plugin_boards
 from hil.config.board_config import BoardConfig
 from hil.base.defaults import DEFAULT_ITERATIONS
 from hil.base.errors import HilError, InputError
+from hil.plugin.short_errors import pytest_runtest_makereport  # noqa: F401  (a hook of this plugin)
 from hil.config.options import OVERRIDES
 from hil.base.progress import Lines
 from hil.plugin.run_names import RunNames, run_label

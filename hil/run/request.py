@@ -171,10 +171,10 @@ def firmware_elf(cfg: BoardConfig, model: str, delegate: str, text: str) -> Path
         raise BoardConfigError(f"board '{cfg.name}' ({cfg.source}): missing setting 'firmware.elf' (or pass --hil-elf)")
     elf = Path(text.format(model=model, delegate=delegate)).expanduser()
     if not elf.is_file() and cfg.kind == "rt700":
-        raise BoardConfigError(
-            f"board '{cfg.name}': firmware image {elf} not found; build it with `hil export --model ... --out DIR`"
-            f" and `make firmware BOARD=rt700 MODEL=DIR/model.pte RT700_BUILD={elf.parent}`, or pass --hil-elf"
-        )
+        from hil.base.commands import rt700_image
+
+        raise BoardConfigError(f"board '{cfg.name}': firmware image {elf} not found; build it with "
+                               f"{rt700_image(model, delegate)}")
     return elf_file(elf, f"board '{cfg.name}': firmware image")
 
 

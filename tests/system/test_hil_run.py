@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import time
@@ -99,22 +100,44 @@ def test_hil_export_writes_the_program_a_firmware_build_needs(run_cli, tmp_path)
     assert refused.returncode != 0 and "no-such-backend" in refused.stderr and "Traceback" not in refused.stderr
 
 
-@pytest.mark.parametrize(("extra", "env", "says"), [
-    (("--firmware", "runtime"), {}, 'qemu.firmware = "runtime" (command line) asks for the runtime image, but there is'),
-    ((), {"HIL_GIT_BASE": "/mirrors"}, "HIL_GIT_BASE is set, so the runtime image is wanted, but there is"),
+@pytest.mark.parametrize(("extra", "mirror", "says"), [
+    (("--firmware", "runtime"), None, 'qemu.firmware = "runtime" (command line) asks for the runtime image, but there '
+     "is no firmware source workspace at {missing} (RT700_SDK_DIR), so nothing runs; assemble it with `hil sources`"),
+    # Issue 32: a mirror folder without the pinned repositories is the machine's fault, and nothing replays.
+    ((), "empty-mirror", "HIL_GIT_BASE is set, so the runtime image is wanted, but the pinned firmware sources could "
+     "not be had from {mirror}: pytorch/executorch: no repository at {mirror}/pytorch/executorch"),
+    ((), "no-such-mirror", "HIL_GIT_BASE is set, so the runtime image is wanted, but git base {mirror} (HIL_GIT_BASE) "
+     "is neither a URL nor a folder"),
 ])
 def test_the_runtime_image_wanted_without_sources_is_an_environment_fault_that_replays_nothing(
-        run_cli, tmp_path, extra, env, says):
+        run_cli, tmp_path, extra, mirror, says):
     out, missing = tmp_path / "run", tmp_path / "no-sdk"
+    base = tmp_path / mirror if mirror else None
+    if mirror == "empty-mirror":
+        base.mkdir()
     done = run_cli("run", "--board", "qemu", "--model", "cifar10", "--delegate", "none", "--iterations", "1", "-q",
-                   "--out", str(out), *extra, env={"RT700_SDK_DIR": str(missing), "HIL_GIT_BASE": "", **env})
+                   "--out", str(out), *extra, env={"RT700_SDK_DIR": str(missing), "HIL_GIT_BASE": str(base or "")})
     assert done.returncode == 3, done.stderr
     first = done.stderr.splitlines()[0]
-    assert first.startswith(f"hil run: board 'qemu': {says} no firmware source workspace at {missing}"), first
-    assert "make rt700-sdk" in first and "replays" not in done.stderr
+    assert first.startswith(f"hil run: board 'qemu': {says.format(missing=missing, mirror=base)}"), first
+    assert "nothing ran" in first or "nothing runs" in first
+    assert "make " not in done.stderr and "replays" not in done.stderr and "Traceback" not in done.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "failed" and not (out / "serial.log").exists()  # nothing ran
     assert manifest["firmware_choice"]["setting"] == ("runtime" if extra else "auto")
+
+
+@pytest.mark.skipif(not Path(os.environ.get("HIL_GIT_BASE") or "/nonexistent").is_dir(),
+                    reason="HIL_GIT_BASE names no local mirror of the pinned sources (`make test` in CI)")
+def test_hil_run_with_hil_git_base_assembles_the_sources_it_lacks_and_runs_the_firmware(run_cli, tmp_path):
+    sources, out = tmp_path / "sources", tmp_path / "run"
+    done = run_cli("run", "--board", "qemu", "--model", "cifar10", "--delegate", "none", "--iterations", "2",
+                   "--out", str(out), "-v", env={"RT700_SDK_DIR": str(sources)}, timeout=2400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"assemble the pinned firmware sources from {os.environ['HIL_GIT_BASE']} into {sources}" in done.stderr
+    assert (sources / "workspace.env").is_file()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["firmware_kind"] == "runtime" and "sources" in manifest["steps_s"], manifest.get("steps_s")
 
 
 def test_a_run_that_requires_the_runtime_image_fails_without_sources_and_says_why(tmp_path, monkeypatch):

@@ -16,10 +16,16 @@ under the user's pytest.
 
 The wheel's venv also builds a QEMU runtime image after the checkout built one: one runtime build
 serves every install on the machine (issue 29), read from the second build's own Ninja log.
+
+A wheel user's first day (issue 28): from a lab mirror (HIL_GIT_BASE) and a sources folder of the
+test's own, `hil doctor` names the missing sources, the project's `pytest --board qemu` assembles
+them and runs the runtime image, and the doctor then passes: `hil` commands alone. The runtime build
+cache (HIL_CACHE_DIR, keyed by content) is the suite's, so a warm machine builds only the image.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -267,3 +273,88 @@ def test_a_second_install_builds_no_runtime_object(venv, tmp_path):
     assert str(flatc) not in cache
     # The code generators run with the install that asked last, not with the one that configured first.
     assert f"HIL_PYTHON:FILEPATH={venv}/bin/python\n" in cache and f"PYTHON_EXECUTABLE:UNINITIALIZED={venv}/bin/python\n" in cache
+
+
+MIRROR = os.environ.get("HIL_GIT_BASE", "")
+needs_mirror = pytest.mark.skipif(not MIRROR or not Path(MIRROR).is_dir(),
+                                  reason="HIL_GIT_BASE names no local mirror of the pinned sources (`make test` in CI)")
+RUNTIME_TESTS = textwrap.dedent(
+    """
+    def test_cifar10_runs_on_the_firmware(hil_profile):
+        run = hil_profile("cifar10", delegate="none")
+        assert run.profile["iterations"] == 2 and run.profile["totals_us"]["method_execute"] > 0
+    """
+)
+
+
+def _hil(venv: Path, *args: str, cwd: Path, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([str(venv / "bin" / "hil"), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+@needs_mirror
+def test_hil_sources_from_the_wheel_assembles_the_pins_or_names_what_is_missing(venv, tmp_path):
+    import tomllib
+
+    env = _clean_env(HIL_GIT_BASE=MIRROR, RT700_SDK_DIR=str(tmp_path / "sources"))
+    done = _hil(venv, "sources", cwd=tmp_path, env=env, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"workspace {tmp_path / 'sources'} is ready" in done.stdout
+    for pin in tomllib.loads((REPO / "firmware" / "rt700" / "pins.toml").read_text())["pin"]:
+        head = subprocess.run(["git", "-C", str(tmp_path / "sources" / pin["path"]), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=60)
+        assert head.stdout.strip() == pin["commit"], pin["repo"]
+    (tmp_path / "empty-mirror").mkdir()
+    refused = _hil(venv, "sources", "--dest", str(tmp_path / "other"), cwd=tmp_path,
+                   env={**env, "HIL_GIT_BASE": str(tmp_path / "empty-mirror")})
+    assert refused.returncode == 3 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert refused.stderr.startswith(f"hil sources: the pinned firmware sources could not be had from "
+                                     f"{tmp_path / 'empty-mirror'}: pytorch/executorch: no repository at")
+    assert "Traceback" not in refused.stderr and "`make" not in refused.stderr
+
+
+@needs_mirror
+def test_a_wheel_user_goes_from_the_doctor_to_a_green_runtime_run_with_hil_alone(venv, tmp_path):
+    project, sources = tmp_path / "my-project", tmp_path / "sources"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_firmware.py").write_text(RUNTIME_TESTS)
+    (project / "pyproject.toml").write_text(USER_INI)
+    env = _clean_env(HIL_GIT_BASE=MIRROR, RT700_SDK_DIR=str(sources))
+    doctor = _hil(venv, "doctor", "--board", "qemu", cwd=project, env=env)
+    assert doctor.returncode == 3, doctor.stdout + doctor.stderr
+    missing = next(line for line in doctor.stdout.splitlines() if " firmware sources:" in line)
+    assert "MISSING" in missing and str(sources) in missing and "`hil sources`" in doctor.stdout
+    assert doctor.stdout.strip().splitlines()[-1].startswith("hil doctor: MISSING firmware sources")
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--board",
+                           "qemu", "tests"], cwd=project, capture_output=True, text=True, timeout=2400, env=env)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-4000:] + done.stderr[-2000:]
+    (run,) = (project / "hil-artifacts").glob("*/*/manifest.json")
+    manifest = json.loads(run.read_text())
+    assert manifest["firmware_kind"] == "runtime", manifest.get("firmware_kind")
+    profile = json.loads((run.parent / "profile.json").read_text())
+    assert "sources" in profile["harness_steps_s"]  # assembled on demand, as a step of the run
+    assert profile["time_base"]["kind"] == "emulated instructions"
+    assert (sources / "workspace.env").is_file()
+    doctor = _hil(venv, "doctor", "--board", "qemu", cwd=project, env=env)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+
+
+def test_the_missing_rt700_image_is_one_line_naming_the_command_that_builds_it(venv, tmp_path):
+    project = tmp_path / "bench-project"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_bench.py").write_text(
+        "def test_on_the_bench(hil_profile):\n    hil_profile('cifar10', delegate='none')\n")
+    env = _clean_env(RT700_SDK_DIR=str(tmp_path / "no-sources"), HIL_GIT_BASE="")
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--board",
+                           "rt700", "tests"], cwd=project, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    failure = done.stdout.split(" test_on_the_bench ", 1)[1].splitlines()[1]
+    assert failure.startswith(f"{project / 'tests' / 'test_bench.py'}:2: BoardConfigError: board 'rt700': firmware "
+                              "image "), failure
+    assert "`hil rt700-image --model cifar10 --delegate none --out DIR`, then pass --elf DIR/hil_rt700.elf" in failure
+    assert "Traceback" not in done.stdout and "site-packages/hil/run" not in done.stdout and "`make" not in done.stdout
+    # The command it names, on this machine without sources: the missing part, and what brings it (exit 3).
+    built = _hil(venv, "rt700-image", "--model", "cifar10", "--out", str(tmp_path / "image"), cwd=project, env=env)
+    assert built.returncode == 3 and len(built.stderr.splitlines()) == 1, built.stderr
+    assert built.stderr.startswith(f"hil rt700-image: no firmware source workspace at {tmp_path / 'no-sources'}")
+    assert "`hil sources`" in built.stderr

@@ -1,9 +1,10 @@
 """The RT700 firmware built and linked for real, then checked, from the pinned upstream workspace.
 
-The build needs the source workspace `make rt700-sdk` assembles (ExecuTorch, the MCUXpresso SDK pieces
+The build needs the source workspace `hil sources` assembles (ExecuTorch, the MCUXpresso SDK pieces
 for mimxrt700evk, the Neutron libraries; firmware/rt700/pins.toml). `make test` assembles it (CI from its
 lab mirror, HIL_GIT_BASE) and names it in RT700_SDK_DIR; a machine that has neither the network nor a
-mirror skips this test and says why. It runs `make firmware` exactly as the README tells a user to. A cold
+mirror skips this test and says why. It runs `hil rt700-image` (which runs
+firmware/rt700/rt700.mk's `firmware` target) exactly as docs/lab-bench.md tells a user to. A cold
 build takes 4-9 minutes on two cores (most of it ExecuTorch's portable kernels); set RT700_TEST_BUILD_DIR
 to keep the build folder between runs.
 
@@ -29,7 +30,7 @@ SDK_DIR = os.environ.get("RT700_SDK_DIR", "")
 pytestmark = pytest.mark.skipif(
     not SDK_DIR or not Path(SDK_DIR, "workspace.env").is_file(),
     reason=(
-        "RT700_SDK_DIR does not name a workspace made by `make rt700-sdk` (no workspace.env there): the RT700 "
+        "RT700_SDK_DIR does not name a workspace made by `hil sources` (no workspace.env there): the RT700 "
         "firmware build needs the pinned ExecuTorch and MCUXpresso sources, which a machine without a mirror "
         "of them (HIL_GIT_BASE) or network access cannot assemble"
     ),
@@ -44,20 +45,15 @@ def _run(cmd: list[str], timeout: float = 120, **kw) -> subprocess.CompletedProc
 
 @pytest.fixture(scope="module")
 def built_image(tmp_path_factory) -> tuple[Path, Path]:
-    """(ELF, model.pte): a CPU-only cifar10 program exported and linked into the RT700 image."""
+    """(ELF, model.pte): a CPU-only cifar10 program exported and linked into the RT700 image by one command."""
     work = tmp_path_factory.mktemp("rt700")
-    export = _run([sys.executable, "-m", "hil.cli.main", "export", "--model", "cifar10", "--delegate", "none",
-                   "--out", str(work / "cifar10")], timeout=600, cwd=REPO)
-    assert export.returncode == 0, export.stderr
-    pte = work / "cifar10" / "model.pte"
-    build_dir = Path(os.environ.get("RT700_TEST_BUILD_DIR") or work / "build")
-    done = _run(["make", "firmware", "BOARD=rt700", f"MODEL={pte}", f"RT700_SDK_DIR={SDK_DIR}",
-                 f"RT700_BUILD={build_dir}"], timeout=BUILD_TIMEOUT_S, cwd=REPO)
-    (work / "build.log").write_text(done.stdout + done.stderr)
-    assert done.returncode == 0, f"make firmware failed; log: {work / 'build.log'}\n{done.stderr[-3000:]}"
-    elf = build_dir / "hil_rt700.elf"
-    assert elf.is_file()
-    return elf, pte
+    out = Path(os.environ.get("RT700_TEST_BUILD_DIR") or work / "cifar10")
+    done = _run([sys.executable, "-m", "hil.cli.main", "rt700-image", "--model", "cifar10", "--delegate", "none",
+                 "--out", str(out)], timeout=BUILD_TIMEOUT_S, cwd=work)
+    assert done.returncode == 0, f"hil rt700-image failed; log: {out / 'build.log'}\n{done.stderr[-3000:]}"
+    elf = out / "hil_rt700.elf"
+    assert elf.is_file() and str(elf) in done.stdout.splitlines()
+    return elf, out / "model.pte"
 
 
 def _sections(elf: Path) -> dict[str, tuple[int, int, str]]:

@@ -35,7 +35,7 @@ def test_rt700_on_a_machine_without_pack_or_probe(monkeypatch, tmp_path):
     assert "MISSING" in _line(text, "pyOCD target mimxrt798sgfob")
     assert "pyocd pack install mimxrt798sgfob" in text
     assert "MISSING" in _line(text, "debug probes")
-    assert "MISSING" in _line(text, "MCUX_SDK") and "export MCUX_SDK" in text and "make rt700-sdk" in text
+    assert "MISSING" in _line(text, "MCUX_SDK") and "export MCUX_SDK" in text and "`hil sources`" in text
     last = text.strip().splitlines()[-1]
     assert last.startswith("hil doctor: MISSING") and "pyOCD target mimxrt798sgfob" in last and "debug probes" in last
     assert _line(text, "pyOCD").lstrip().startswith("ok") and "0.46.0" in _line(text, "pyOCD")

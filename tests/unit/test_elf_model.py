@@ -39,7 +39,7 @@ def test_the_right_model_passes_and_a_different_one_is_refused(tmp_path):
     pte.write_bytes(os.urandom(3000))
     with pytest.raises(BoardConfigError, match="carries a different model") as failure:
         check_image_carries(elf, pte, board="rt700")
-    assert str(elf) in str(failure.value) and "make firmware" in str(failure.value)
+    assert str(elf) in str(failure.value) and "hil rt700-image --model" in str(failure.value)
 
 
 def test_an_image_without_modeldata_is_not_judged(tmp_path):

@@ -38,11 +38,11 @@ def test_a_required_runtime_image_without_sources_is_an_environment_fault_naming
         choose_qemu_firmware(_board(tmp_path), "none", required=NIGHTLY)
     said = str(failure.value)
     assert exit_code_for(failure.value) == 3
-    assert f"no firmware source workspace at {no_workspace}" in said and "`make rt700-sdk`" in said
+    assert f"no firmware source workspace at {no_workspace}" in said and "`hil sources`" in said
     assert NIGHTLY.reason in said and "replay" not in said
     # Without the requirement the same board replays, and says so once.
     chosen = choose_qemu_firmware(_board(tmp_path), "none")
-    assert chosen.kind == "replay" and "replays a host-made ETDump" in chosen.notice
+    assert chosen.kind == "replay" and "uses the replay image (a host-made ETDump)" in chosen.notice
 
 
 def test_the_runtime_image_asked_for_names_who_asked(tmp_path, no_workspace):

@@ -5,6 +5,7 @@ written out by hand here."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import textwrap
@@ -12,6 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from stamped_workspace import PINS, write_workspace
 
 from hil.config.board_config import load_board_config
 from hil.cli.main import exit_code_for
@@ -110,9 +112,7 @@ def _board(tmp_path: Path, firmware: str, shift: int | None = 2) -> object:
 
 @pytest.fixture
 def workspace(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    (folder / "workspace.env").write_text("EXECUTORCH_ROOT=executorch\n")
+    folder = write_workspace(tmp_path / "ws")
     monkeypatch.setenv("RT700_SDK_DIR", str(folder))
     monkeypatch.delenv("HIL_GIT_BASE", raising=False)
     return folder
@@ -132,18 +132,30 @@ def test_without_sources_auto_replays_and_says_how_to_get_them(tmp_path, monkeyp
     monkeypatch.setenv("RT700_SDK_DIR", str(tmp_path / "nowhere"))
     monkeypatch.delenv("HIL_GIT_BASE", raising=False)
     chosen = choose_qemu_firmware(_board(tmp_path, "auto"), "none")
-    assert chosen.kind == "replay" and "make rt700-sdk" in chosen.notice and str(tmp_path / "nowhere") in chosen.notice
+    assert chosen.kind == "replay" and "`hil sources`" in chosen.notice and str(tmp_path / "nowhere") in chosen.notice
     # Asked for: the machine lacks a part (exit 3), named with where it was looked for; nothing replays.
     with pytest.raises(EnvironmentFault, match="no firmware source workspace at") as asked:
         choose_qemu_firmware(_board(tmp_path, "runtime"), "none")
     assert str(tmp_path / "nowhere") in str(asked.value) and "replay" not in str(asked.value)
     assert exit_code_for(asked.value) == 3
-    monkeypatch.setenv("HIL_GIT_BASE", str(tmp_path))  # the user asked for sources: never a quiet replay
-    with pytest.raises(EnvironmentFault, match="no firmware source workspace") as based:
-        choose_qemu_firmware(_board(tmp_path, "auto"), "none")
-    assert "HIL_GIT_BASE is set" in str(based.value) and "replays" not in str(based.value)
-    assert exit_code_for(based.value) == 3
+    monkeypatch.setenv("HIL_GIT_BASE", str(tmp_path))  # the user named where sources come from: get them, no replay
+    for choice in ("auto", "runtime"):
+        based = choose_qemu_firmware(_board(tmp_path, choice), "none")
+        assert (based.kind, based.workspace, based.assemble_from) == ("runtime", tmp_path / "nowhere", str(tmp_path))
     assert choose_qemu_firmware(_board(tmp_path, "replay"), "none").kind == "replay"
+
+
+def test_a_workspace_at_other_pins_is_said_or_brought_to_them_with_hil_git_base(tmp_path, workspace, monkeypatch):
+    """Built from, it would give numbers of another ExecuTorch than the installed package names: never silently."""
+    et = next(pin for pin in PINS if pin["repo"] == "pytorch/executorch")
+    write_workspace(workspace, moved="pytorch/executorch")
+    chosen = choose_qemu_firmware(_board(tmp_path, "auto"), "none")
+    assert (chosen.kind, chosen.workspace, chosen.assemble_from) == ("runtime", workspace, None)
+    assert f"pytorch/executorch at 000000000000, pinned {et['commit'][:12]}" in chosen.notice
+    assert "`hil sources`" in chosen.notice
+    monkeypatch.setenv("HIL_GIT_BASE", str(tmp_path / "mirror"))
+    chosen = choose_qemu_firmware(_board(tmp_path, "auto"), "none")
+    assert (chosen.kind, chosen.workspace, chosen.assemble_from) == ("runtime", workspace, str(tmp_path / "mirror"))
 
 
 def test_the_time_base_states_instructions_at_the_icount_shift(tmp_path, workspace) -> None:
@@ -185,6 +197,34 @@ def test_the_runtime_key_is_the_content_of_its_inputs_never_their_path(tmp_path)
     with (b / "cmake" / "hil_executorch.cmake").open("a") as cmake:
         cmake.write("# one more line\n")
     assert _runtime_key(sources, "arm-none-eabi-gcc 13.2.1", tmp_path / "fa", b) != key
+
+
+def _summary_workspace(root: Path, mirror: str, commit: str) -> Path:
+    """A workspace as `hil sources` leaves one: workspace.env, workspace.json naming its own folder and mirror."""
+    (root / "executorch").mkdir(parents=True)
+    (root / "executorch" / "CMakeLists.txt").write_text("")
+    (root / "workspace.env").write_text(f"export EXECUTORCH_ROOT={root / 'executorch'}\n")
+    (root / "workspace.json").write_text(json.dumps({
+        "pins": str(root / "pins.toml"), "bench_commits": False, "env": {"EXECUTORCH_ROOT": str(root / "executorch")},
+        "repos": [{"repo": "pytorch/executorch", "path": "executorch", "commit": commit, "source": mirror,
+                   "absent": []}]}))
+    return root
+
+
+def test_two_workspaces_of_the_same_commits_share_the_runtime_wherever_they_lie(tmp_path) -> None:
+    """A wheel user's own sources folder and the checkout's: one runtime build (the key's pins record)."""
+    mine = RuntimeSources.from_workspace(_summary_workspace(tmp_path / "mine", "/lab/mirror", "c" * 40))
+    theirs = RuntimeSources.from_workspace(_summary_workspace(tmp_path / "theirs", "https://github.com", "c" * 40))
+    moved = RuntimeSources.from_workspace(_summary_workspace(tmp_path / "moved", "/lab/mirror", "d" * 40))
+    assert mine.pins_record == theirs.pins_record and mine.executorch != theirs.executorch
+    assert moved.pins_record != mine.pins_record
+
+
+def test_a_folder_that_is_no_workspace_is_an_environment_fault_naming_hil_sources(tmp_path) -> None:
+    with pytest.raises(EnvironmentFault) as failure:
+        RuntimeSources.from_workspace(tmp_path)
+    assert exit_code_for(failure.value) == 3 and str(tmp_path) in str(failure.value)
+    assert "`hil sources`" in str(failure.value)
 
 
 def test_the_entry_configures_from_its_own_copy_rewriting_only_what_changed(tmp_path) -> None:

@@ -1,4 +1,4 @@
-"""`python -m hil.firmware.workspace` against real git repositories made in tmp_path.
+"""`hil sources` (hil.firmware.sources_cmd over hil.firmware.workspace) against real git repositories made in tmp_path.
 
 Every expected commit comes from `git rev-parse` in the source repositories made here, and every
 expected file from what the test committed, never from the code under test.
@@ -15,7 +15,7 @@ import pytest
 
 from hil.firmware import workspace
 from hil.firmware.git_cmd import GitTimeout, run
-from hil.firmware.workspace import main
+from hil.cli.main import main as hil_main
 
 
 @pytest.fixture(autouse=True)
@@ -91,7 +91,7 @@ def lab(tmp_path: Path) -> dict[str, object]:
 
 
 def assemble(lab: dict[str, object], *extra: str, base: object = None, pins: object = None) -> int:
-    return main(["--pins", str(pins or lab["file"]), "--dest", str(lab["dest"]),
+    return hil_main(["sources", "--pins", str(pins or lab["file"]), "--dest", str(lab["dest"]),
                  "--git-base", str(base or lab["base"]), *extra])
 
 
@@ -271,3 +271,57 @@ def test_runner_kills_the_whole_process_group(tmp_path):
 
 def test_default_workspace_is_in_the_harness_cache(tmp_path):
     assert workspace.default_dest() == tmp_path / "cache" / "rt700-sdk"
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _make(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "--no-print-directory", *args], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **env})
+
+
+def test_make_rt700_sdk_runs_hil_sources(lab):
+    """firmware/rt700/rt700.mk alone (as a wheel user's copy is used; the top Makefile would set up the venv)."""
+    import sys
+
+    args = f"--pins {lab['file']} --git-base {lab['base']}"
+    done = _make("-f", "firmware/rt700/rt700.mk", "rt700-sdk", f"PYTHON={sys.executable}",
+                 f"RT700_SDK_DIR={lab['dest']}", f"RT700_SDK_ARGS={args}", env={})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"-m hil.cli.main sources --dest {lab['dest']}" in done.stdout
+    assert f"hil sources: workspace {lab['dest']} is ready (3 repositories" in done.stdout
+    assert sh_git(lab["dest"] / "tools", "rev-parse", "HEAD") == lab["tools"][0]
+    empty = lab["dest"].parent / "empty-mirror"
+    empty.mkdir()
+    failed = _make("-f", "firmware/rt700/rt700.mk", "rt700-sdk", f"PYTHON={sys.executable}",
+                   f"RT700_SDK_DIR={lab['dest'].parent / 'other'}", f"RT700_SDK_ARGS=--pins {lab['file']}",
+                   env={"HIL_GIT_BASE": str(empty)})
+    said = [line for line in failed.stderr.splitlines() if line.startswith("hil sources:")]
+    assert failed.returncode != 0 and len(said) == 1, failed.stderr
+    assert said[0].startswith(f"hil sources: the pinned firmware sources could not be had from {empty}: acme/")
+
+
+def test_make_sources_runs_hil_sources(tmp_path):
+    """The top Makefile's `sources`, read with `make -n` (it would set up the venv first if run)."""
+    done = _make("-n", "sources", f"VENV={tmp_path / 'venv'}", f"HIL_SOURCES={tmp_path / 'ws'}", env={})
+    assert done.returncode == 0, done.stderr
+    assert f"{tmp_path / 'venv'}/bin/python -m hil.cli.main sources --optional -q --dest {tmp_path / 'ws'}" in done.stdout
+
+
+def test_optional_without_a_git_base_is_one_line_and_exit_0_when_the_sources_cannot_be_had(lab, tmp_path, capsys,
+                                                                                          monkeypatch):
+    """`make demo` / `make test`: a machine without the public host (or a pin it lacks) goes on with the replay image."""
+    monkeypatch.delenv("HIL_GIT_BASE", raising=False)
+    pins = write_pins(tmp_path / "nothere.toml", [{"repo": "acme/et-hil-no-such-repository", "path": "x",
+                                                   "commit": "a" * 40}])
+    code = hil_main(["sources", "--optional", "--probe-timeout", "3", "--pins", str(pins), "--dest", str(lab["dest"])])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 0 and len(err) == 1, err
+    assert err[0].startswith("hil sources: the pinned firmware sources could not be had from https://github.com (")
+    assert 'firmware = "auto" runs the replay image' in err[0] and "`hil sources`" in err[0]
+    # A finished workspace is only checked again, without the network.
+    assert assemble(lab) == 0
+    capsys.readouterr()
+    code = hil_main(["sources", "--optional", "--pins", str(lab["file"]), "--dest", str(lab["dest"])])
+    assert code == 0 and f"workspace {lab['dest']} is up to date" in capsys.readouterr().out
