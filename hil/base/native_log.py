@@ -1,18 +1,21 @@
 """ExecuTorch's own C++ log lines, kept off the terminal and in the run folder's `host_runtime.log`.
 
 The host runtime (ExecuTorch's pybindings, loaded into this process for the numerics check, the input
-check and the replay image's ETDump) logs with `ET_LOG`, which writes straight to the C `stderr`, file
-descriptor 2: its first `execute` prints five `[cpuinfo_utils.cpp:71] Reading file
-/sys/devices/soc0/image_version` ... lines (extension/threadpool/cpuinfo_utils.cpp, sizing its thread
-pool). Python's `sys.stderr`, warning filters and pytest's `capsys` never see them; `hil run` showed
-them between its step lines, pytest in every such test's captured stderr. So each call into the runtime
-runs inside `native_lines()`: fd 2 points at a scratch file for the call and is put back however the
-call ends; what the runtime wrote is appended to the log the run named with `logged_to` (nothing is
-written when it said nothing). Outside a run (no `logged_to`), fd 2 is left alone.
+check and the replay image's ETDump) logs with `ET_LOG`: its first `execute` prints five
+`[cpuinfo_utils.cpp:71] Reading file /sys/devices/soc0/image_version` ... lines (extension/threadpool/
+cpuinfo_utils.cpp, sizing its thread pool). The pybindings' log hook writes them to `std::cerr`
+(extension/pybindings/pybindings.cpp:1896-1906), which a bound call hands to Python's `sys.stderr`
+(pybind11's `scoped_estream_redirect`, pybindings.cpp:1620-1621) and an unbound one leaves on file
+descriptor 2. `hil run` showed them between its step lines, pytest in every such test's captured stderr.
+So each call into the runtime runs inside `native_lines()`: fd 2 points at a scratch file for the call,
+and `sys.stderr` is a stream onto that fd 2, both put back however the call ends; what the runtime said
+is appended to the log the run named with `logged_to` (nothing is written when it said nothing). Outside
+a run (no `logged_to`), both are left alone.
 
-fd 2 belongs to the whole process, so the redirections are serialised by one lock (a nested one in the
-same thread works like a stack); another thread writing to fd 2 during a call lands in the log too,
-which is why a redirection covers the runtime call only.
+fd 2 and `sys.stderr` belong to the whole process, so the redirections are serialised by one lock (a
+nested one in the same thread works like a stack); another thread writing to fd 2 or looking up
+`sys.stderr` during a call lands in the log too, which is why a redirection covers the runtime call only
+(a progress bar or a logging handler holds its own stream object and is not affected).
 """
 
 from __future__ import annotations
@@ -77,10 +80,15 @@ def native_lines(label: str) -> Iterator[None]:
         except OSError:  # no fd 2 at all (a daemon): nothing reaches a terminal anyway
             yield
             return
+        python_stderr = sys.stderr
+        onto_fd2 = open(STDERR_FD, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
         try:
             os.dup2(scratch.fileno(), STDERR_FD)
+            sys.stderr = onto_fd2
             yield
         finally:
+            sys.stderr = python_stderr
+            onto_fd2.close()  # flushes what the bound calls wrote, onto the scratch file
             _flush_c_streams()
             os.dup2(saved, STDERR_FD)
             os.close(saved)

@@ -83,6 +83,18 @@ def test_native_lines_go_to_the_run_log_not_to_fd_2(tmp_path, capfd):
         "# numerics: load and run model.pte", "[cpuinfo_utils.cpp:71] Reading file /sys/devices/soc0/image_version"]
 
 
+def test_lines_the_bindings_hand_to_sys_stderr_go_to_the_run_log_too(tmp_path, capfd):
+    """pybind11's scoped_estream_redirect writes `std::cerr` into whatever `sys.stderr` is at the call (under
+    pytest: its capture, which is no fd 2)."""
+    log_path = tmp_path / native_log.LOG_NAME
+    before = sys.stderr
+    with native_log.logged_to(log_path), native_log.native_lines("numerics"):
+        sys.stderr.write("[cpuinfo_utils.cpp:125] CPU info and manual query on # of cpus dont match.\n")
+    assert sys.stderr is before
+    assert "cpuinfo_utils" not in capfd.readouterr().err
+    assert "[cpuinfo_utils.cpp:125] CPU info" in log_path.read_text()
+
+
 def test_fd_2_is_restored_when_the_call_raises_and_a_silent_call_writes_no_log(tmp_path, capfd):
     log_path = tmp_path / native_log.LOG_NAME
     with native_log.logged_to(log_path):
