@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -121,6 +122,7 @@ def test_two_threads_keep_their_lines_in_their_own_logs(tmp_path, capfd):
         with native_log.logged_to(tmp_path / f"{name}.log"):
             for index in range(40):
                 with native_log.native_lines(name):
+                    time.sleep(0.002)  # the other thread gets its turn inside this one's call
                     _write_fd2(f"{name} {index}\n")
 
     threads = [threading.Thread(target=run, args=(name,)) for name in ("a", "b")]
