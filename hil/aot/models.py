@@ -115,6 +115,16 @@ def resolve_spec(spec: str) -> ResolvedSpec:
     return ResolvedSpec(_safe_name(name), [path], builtin=False, factory=factory, dependencies=dependencies)
 
 
+def rooted_spec(spec: str, root: Path) -> str:
+    """`spec` with a relative model file taken from `root` (pytest's rootdir for a test's `hil_profile`),
+    not from the current folder; a built-in name, an absolute path and anything else are returned as given."""
+    path_text, sep, factory = spec.rpartition(":")
+    if spec in _BUILTINS or not sep or not path_text.endswith(".py"):
+        return spec
+    path = Path(path_text).expanduser()
+    return spec if path.is_absolute() else f"{Path(root) / path}:{factory}"
+
+
 def load_model(spec: str) -> ModelSource:
     """Build the model `spec` names, in eval mode, with its example inputs."""
     resolved = resolve_spec(spec)

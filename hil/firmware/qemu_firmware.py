@@ -169,6 +169,17 @@ def would_run_runtime(cfg: BoardConfig) -> bool:
                                                          or bool(os.environ.get("HIL_GIT_BASE"))))
 
 
+def replay_reason(cfg: BoardConfig) -> str | None:
+    """None when runs on this QEMU board execute the runtime image (`would_run_runtime`), else why they replay:
+    what `@pytest.mark.hil_requires("runtime")` skips with (hil.config.capabilities)."""
+    if would_run_runtime(cfg):
+        return None
+    if wanted(cfg) == "replay":
+        return f"its runs replay a host-made ETDump: {_stated(cfg)}"
+    return (f"its runs replay a host-made ETDump: no firmware source workspace at {workspace_folder()} "
+            f"(RT700_SDK_DIR); {WORKSPACE_HINT}")
+
+
 def runtime_time_scale(cfg: BoardConfig) -> "TimeScale":
     """The runtime image's ticks: its 20 MHz PAL counter, and the simulated NPU's timer for Neutron events."""
     from hil.analysis.timescale import TimeScale

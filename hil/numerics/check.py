@@ -165,10 +165,13 @@ def host_runtime_outputs(pte: Path, inputs: tuple["torch.Tensor", ...]) -> list[
     """The host ExecuTorch runtime's outputs of `pte` (portable kernels) on `inputs`."""
     from executorch.runtime import Runtime
 
+    from hil.base.native_log import native_lines
+
     data = Path(pte).read_bytes()  # kept referenced while the program lives: the binding does not copy it
-    program = Runtime.get().load_program(data)
-    result = program.load_method("forward").execute(list(inputs))
-    del program
+    with native_lines(f"numerics: load and run {Path(pte).name} on the host runtime"):
+        program = Runtime.get().load_program(data)
+        result = program.load_method("forward").execute(list(inputs))
+        del program
     return _tensors(result)
 
 

@@ -32,8 +32,8 @@ PARAMETRIZED = ("hil_board", "hil_board_config")
 def _name_and_file(pytestconfig: pytest.Config, param: Any) -> tuple[str | None, Path | None]:
     if param is DEFAULT:
         return pytestconfig.getoption("board"), pytestconfig.getoption("board_config")
-    text = str(param)
-    return (None, Path(text)) if text.endswith(".toml") else (text, None)
+    text = str(param)  # a board file named in a test is the project's: from the rootdir, as pytest's own paths
+    return (None, pytestconfig.rootpath / Path(text).expanduser()) if text.endswith(".toml") else (text, None)
 
 
 def load(pytestconfig: pytest.Config, param: Any = DEFAULT) -> BoardConfig:

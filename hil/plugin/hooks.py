@@ -115,9 +115,26 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker(capabilities.MARKER) is None:
         return
     needed = capabilities.required(item)
-    reason = capabilities.missing(plugin_boards.load(item.config, plugin_boards.own_board(item)), needed)
+    board = plugin_boards.load(item.config, plugin_boards.own_board(item))
+    replays = None
+    if board.kind == "qemu":
+        from hil.firmware.qemu_firmware import replay_reason
+
+        replays = replay_reason(board)
+    reason = capabilities.missing(board, needed, replay_reason=replays)
     if reason:
-        pytest.skip(reason)
+        skip_at_test(reason)
+
+
+def skip_at_test(reason: str) -> None:
+    """Skip the running test, reported at the test's own line (`-rs`: `test_x.py:12: reason`), not at this
+    hook's: the location pytest gives its own skip marks (_pytest/skipping.py raises `skip.Exception` with
+    `_use_item_location=True`; _pytest/reports.py then reports `item.reportinfo()`)."""
+    try:
+        exc = pytest.skip.Exception(reason, _use_item_location=True)
+    except TypeError:  # a pytest without the keyword: the skip still happens, at this line
+        exc = pytest.skip.Exception(reason)
+    raise exc
 
 
 @pytest.fixture(scope="session")
@@ -224,12 +241,17 @@ def hil_profile(
     request: pytest.FixtureRequest, hil_board_config: BoardConfig, hil_artifacts_dir: Path
 ) -> Callable[..., Any]:
     """Factory: `hil_profile(model, **options)` profiles `model` on the chosen board and returns a RunResult."""
+    from hil.aot.models import rooted_spec
     from hil.run.pipeline import RunRequest, run_profile
 
     config = request.config
     names = RunNames()
 
     def profile(model: str, *, subdir: str | None = None, **options: Any) -> Any:
+        # Paths written in a test are the project's, as pytest's own are: from the rootdir, not the current folder.
+        model = rooted_spec(model, config.rootpath)
+        if options.get("inputs_file") is not None:
+            options["inputs_file"] = config.rootpath / Path(options["inputs_file"]).expanduser()
         options.setdefault("iterations", config.getoption("hil_iterations"))
         options.setdefault("timeout_s", config.getoption("hil_timeout"))
         options.setdefault("warmup", config.getoption("hil_warmup"))

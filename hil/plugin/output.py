@@ -7,6 +7,9 @@ pytest's terminal reporter, past output capture as live logging does: WARNING an
 (a held place, a busy run folder), INFO (each step of a run) with `-v`. With live logging on
 (`--log-cli-level`, `log_cli = true`) pytest draws them, and the plugin stays out of its way.
 
+A console handler on the root logger (a conftest's `logging.basicConfig()`, or the one executorch's
+module-level `logging.debug` makes) does not draw the records a second time (hil.base.log.drawn_by_front_end).
+
 The `hil` logger is set to INFO only when nobody set its level (a logging config wins), so the
 step records reach pytest's handlers; both are undone at the end of the session.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 
 import pytest
 
@@ -22,6 +26,7 @@ from hil.base import log
 from hil.base.quiet import filter_specs, quiet_loggers
 
 _STATE = pytest.StashKey[tuple[logging.Handler | None, int]]()
+_UNDO = pytest.StashKey[Callable[[], None]]()
 
 
 class TerminalHandler(logging.Handler):
@@ -55,6 +60,9 @@ def configure(config: pytest.Config) -> None:
     # Before the project's own ini lines, so its `filterwarnings` (and `-W`) still win.
     config.getini("filterwarnings")[:0] = filter_specs()
     quiet_loggers()
+    # pytest's handlers (caplog, the report sections, live logging) and a project's files keep getting the
+    # records; a console handler on the root logger (a conftest's logging.basicConfig) draws no second copy.
+    config.stash[_UNDO] = log.drawn_by_front_end()
     config.stash[_STATE] = (None, log.LOG.level)
     if log.LOG.level == logging.NOTSET:
         log.LOG.setLevel(logging.INFO)
@@ -74,3 +82,7 @@ def unconfigure(config: pytest.Config) -> None:
     if handler is not None:
         log.LOG.removeHandler(handler)
     log.LOG.setLevel(level)
+    undo = config.stash.get(_UNDO, None)
+    if undo is not None:
+        undo()
+        del config.stash[_UNDO]

@@ -90,9 +90,12 @@ def program_io(pte: Path, method: str = "forward") -> ProgramIO:
     """The method meta of `pte` read by the host runtime: the spec of every tensor input and output."""
     from executorch.runtime import Runtime
 
+    from hil.base.native_log import native_lines
+
     data = Path(pte).read_bytes()
     try:
-        meta = Runtime.get().load_program(data).metadata(method)
+        with native_lines(f"inputs: read the method meta of {Path(pte).name}"):
+            meta = Runtime.get().load_program(data).metadata(method)
     except Exception as exc:  # the binding raises RuntimeError or ValueError for a bad program
         raise InputError(f"{pte}: cannot read method '{method}': {type(exc).__name__}: {exc}") from exc
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hil.base.errors import ModelError
 from hil.records.validate.etdump import ETDUMP_IDENTIFIER, HEAD_BYTES, IDENTIFIER_AT
@@ -47,7 +47,19 @@ def host_etdump(
         raise ModelError(f"{label} is not an ExecuTorch program (identifier {program[4:8]!r}, want {PTE_IDENTIFIER!r})")
     from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
 
-    module = _load_for_executorch_from_buffer(program, enable_etdump=True, debug_buffer_size=debug_buffer_size)
+    from hil.base.native_log import native_lines
+
+    with native_lines(f"replay: run {label} {iterations} time(s) on the host runtime for its ETDump"):
+        data = _traced_runs(_load_for_executorch_from_buffer, program, inputs, iterations, debug_buffer_size, label)
+    if data[IDENTIFIER_AT:HEAD_BYTES] != ETDUMP_IDENTIFIER:
+        raise ModelError(f"host runtime ETDump for {label} lacks the size-prefixed {ETDUMP_IDENTIFIER!r} header")
+    return data
+
+
+def _traced_runs(load: Any, program: bytes, inputs: Sequence["torch.Tensor"], iterations: int,
+                 debug_buffer_size: int, label: str) -> bytes:
+    """One fresh module over `program`: `iterations` forwards, then its ETDump written once and read back."""
+    module = load(program, enable_etdump=True, debug_buffer_size=debug_buffer_size)
     try:
         for index in range(iterations):
             try:
@@ -59,9 +71,6 @@ def host_etdump(
             module.write_etdump_result_to_file(str(etdump_path), str(Path(tmp) / "debug.bin"))
             if not etdump_path.is_file():
                 raise ModelError(f"host runtime wrote no ETDump for {label} (runtime built without event tracer?)")
-            data = etdump_path.read_bytes()
+            return etdump_path.read_bytes()
     finally:
-        del module  # before `program`, which it points into
-    if data[IDENTIFIER_AT:HEAD_BYTES] != ETDUMP_IDENTIFIER:
-        raise ModelError(f"host runtime ETDump for {label} lacks the size-prefixed {ETDUMP_IDENTIFIER!r} header")
-    return data
+        del module  # before `program` (the caller's), which it points into

@@ -40,7 +40,7 @@ LOCK_NAME = ".hil-run.lock"
 RUN_FILES = (
     "model.pte", "etrecord.bin", "trace.etdump", "serial.log", "mi.log", "qemu.log", "profile.json",
     "simulation.json", "neutron_convert.log", "manifest.json", "error.txt", "trace.json", "fault.json",
-    "gdb-mi.log", "gdbserver.log", "export.log", "debug.bin", "outputs.pt",
+    "gdb-mi.log", "gdbserver.log", "export.log", "debug.bin", "outputs.pt", "host_runtime.log",
 )
 PROFILE_NAME = "profile.json"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hil.base import atomic, log
+from hil.base import atomic, log, native_log
 from hil.config import inputs
 from hil.run import out_folder
 from hil.records.console import parse_console
@@ -84,7 +84,8 @@ def run_profile(
     try:
         with folder.lock(wait=request.wait, report=report or log.warning):
             out_folder.claim(out, RUN_FILES)  # refuses files no run wrote; never deletes them
-            return _run_in(folder, request, StepTimer(report, progress))
+            with native_log.logged_to(out / native_log.LOG_NAME):  # the host runtime's C++ lines (hil.base.native_log)
+                return _run_in(folder, request, StepTimer(report, progress))
     except OSError as exc:  # the lock or the journal on a full or read-only disk
         error = WriteError.if_write_error(exc, out)
         if error is None:

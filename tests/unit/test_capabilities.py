@@ -63,7 +63,7 @@ def _outcomes(stdout: str) -> dict[str, str]:
 
 
 def test_the_marker_skips_with_the_reason_and_boards_are_parametrized_per_test(project):
-    done = _session(project)
+    done = _session(project, HIL_FIRMWARE="replay")  # the QEMU board's features then are its file's alone
     assert _outcomes(done.stdout) == {
         "test_each_board[qemu]": "PASSED", "test_each_board[bench]": "PASSED",
         "test_needs_npu[qemu]": "SKIPPED", "test_needs_npu[bench]": "PASSED",
@@ -90,3 +90,47 @@ def test_a_misspelt_feature_in_a_board_file_is_refused(tmp_path):
     (tmp_path / "typo.toml").write_text(text)
     with pytest.raises(BoardConfigError, match=r"typo\.toml.*\[board\]\.features must be a list of feature names"):
         load_board_config(None, tmp_path / "typo.toml")
+
+
+RUNTIME_TESTS = textwrap.dedent(
+    """
+    import pytest
+
+
+    @pytest.mark.hil_requires("runtime")
+    def test_needs_runtime(hil_board_config):
+        assert hil_board_config.name == "qemu"
+    """
+)
+# The line pytest names for a test skipped by a mark (`def` + its decorator: the function's first line, 1-based).
+TEST_LINE = RUNTIME_TESTS.splitlines().index('@pytest.mark.hil_requires("runtime")') + 1
+
+
+def _runtime_session(project: Path, **env: str) -> subprocess.CompletedProcess:
+    (project / "test_caps.py").write_text(RUNTIME_TESTS)
+    unset = {k: "" for k in os.environ if k.startswith("HIL_")}  # HIL_GIT_BASE, HIL_FIRMWARE: an empty one is unset
+    return _session(project, **{**unset, **env})
+
+
+def test_the_qemu_board_running_the_runtime_image_has_runtime(project, tmp_path):
+    workspace = tmp_path / "workspace"  # what find_workspace looks for: an assembled workspace's env file
+    workspace.mkdir()
+    (workspace / "workspace.env").write_text("")
+    done = _runtime_session(project, RT700_SDK_DIR=str(workspace))
+    assert _outcomes(done.stdout) == {"test_needs_runtime": "PASSED"}, done.stdout[-3000:]
+
+
+def test_a_replaying_qemu_board_skips_at_the_tests_own_line_saying_why(project, tmp_path):
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "workspace.env").write_text("")
+    replay = _runtime_session(project, RT700_SDK_DIR=str(workspace), HIL_FIRMWARE="replay")
+    assert _outcomes(replay.stdout) == {"test_needs_runtime": "SKIPPED"}, replay.stdout[-3000:]
+    qemu_file = REPO / "boards" / "qemu.toml"
+    assert (f"SKIPPED [1] test_caps.py:{TEST_LINE}: board 'qemu' ({qemu_file}) lacks runtime (its features: console);"
+            ' runtime: its runs replay a host-made ETDump: qemu.firmware = "replay" (environment HIL_FIRMWARE)'
+            in replay.stdout), replay.stdout[-3000:]
+    assert "hil/plugin" not in replay.stdout
+    absent = _runtime_session(project, RT700_SDK_DIR=str(tmp_path / "no-workspace"))
+    assert _outcomes(absent.stdout) == {"test_needs_runtime": "SKIPPED"}, absent.stdout[-3000:]
+    assert f"no firmware source workspace at {tmp_path / 'no-workspace'} (RT700_SDK_DIR)" in absent.stdout
