@@ -176,8 +176,10 @@ def replay_reason(cfg: BoardConfig) -> str | None:
         return None
     if wanted(cfg) == "replay":
         return f"its runs replay a host-made ETDump: {_stated(cfg)}"
+    from hil.firmware.sources_cmd import HINT
+
     return (f"its runs replay a host-made ETDump: no firmware source workspace at {workspace_folder()} "
-            f"(RT700_SDK_DIR); {WORKSPACE_HINT}")
+            f"(RT700_SDK_DIR); assemble it with {HINT}")
 
 
 def runtime_time_scale(cfg: BoardConfig) -> "TimeScale":
