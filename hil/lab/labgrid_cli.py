@@ -30,6 +30,7 @@ from hil.base.errors import BoardConfigError, HilError, TimeoutExpired
 from hil.base.paths import REPO_ROOT
 
 LAB_VENV_BIN = REPO_ROOT / ".venv-lab" / "bin"
+LABGRID_PIN = "labgrid==26.0.1"  # the Makefile's LABGRID_PIN: the release the lab tests run against
 # Seconds one labgrid-client call may take (the coordinator answers in milliseconds on a healthy lab).
 CALL_TIMEOUT_S = 30.0
 HOLDER_RE = re.compile(r"^(?P<host>[^/]+)/(?P<user>.+)\.hil(?P<pid>\d+)$")
@@ -44,11 +45,19 @@ def labgrid_bin(tool: str) -> Path:
     folder = Path(os.environ.get("HIL_LABGRID_BIN") or LAB_VENV_BIN)
     path = folder / tool
     if not path.is_file():
-        raise BoardConfigError(
-            f"{tool} not found in {folder}: run `make lab-venv` (labgrid==26.0.1 in .venv-lab, apart from the "
-            "harness's pyserial), or set HIL_LABGRID_BIN to the folder holding labgrid's commands"
-        )
+        raise BoardConfigError(f"{tool} not found in {folder}: {install_hint()}")
     return path
+
+
+def install_hint() -> str:
+    """How to get labgrid's commands, in words the user's install has: a checkout has `make lab-venv`,
+    a wheel install has only pip (labgrid needs its own venv: its pyserial fork installs the same `serial`
+    package as the harness's pinned pyserial)."""
+    own_venv = (f"`python3 -m venv DIR && DIR/bin/pip install {LABGRID_PIN}` (a venv apart from the harness's: "
+                f"labgrid's pyserial fork replaces pyserial), then export HIL_LABGRID_BIN=DIR/bin")
+    if (REPO_ROOT / "Makefile").is_file() and (REPO_ROOT / "pyproject.toml").is_file():
+        return f"run `make lab-venv` (creates {LAB_VENV_BIN.parent}), or {own_venv}"
+    return own_venv
 
 
 def session_user(pid: int | None = None) -> str:

@@ -215,3 +215,34 @@ def test_hil_probe_and_probe_are_one_option_and_lab_options_parse():
     assert vars(parser.parse_args(["--probe", "ABC"]))["hil_probe"] == "ABC"
     options = LabOptions.from_values({"hil_place": "evk", "hil_lab_tags": "npu,nightly"}, "gw1")
     assert options.place == "evk" and options.lab_tags == ("npu", "nightly") and options.worker == "gw1"
+
+
+def test_missing_labgrid_commands_name_what_this_install_can_run(tmp_path, monkeypatch):
+    """A wheel install has no Makefile: the message gives the pip commands and HIL_LABGRID_BIN, and names
+    `make lab-venv` only where the checkout that has it is the installed package's root."""
+    import hil.lab.labgrid_cli as labgrid_cli
+
+    monkeypatch.setenv("HIL_LABGRID_BIN", str(tmp_path))
+    with pytest.raises(BoardConfigError) as checkout:
+        labgrid_cli.labgrid_bin("labgrid-client")
+    assert f"labgrid-client not found in {tmp_path}" in str(checkout.value)
+    assert "make lab-venv" in str(checkout.value)  # this test runs from the checkout
+
+    wheel_root = tmp_path / "site-packages"  # what REPO_ROOT is for an installed wheel: no Makefile beside
+    wheel_root.mkdir()
+    monkeypatch.setattr(labgrid_cli, "REPO_ROOT", wheel_root)
+    with pytest.raises(BoardConfigError) as wheel:
+        labgrid_cli.labgrid_bin("labgrid-client")
+    text = str(wheel.value)
+    assert "make" not in text and "\n" not in text
+    assert "pip install labgrid==26.0.1" in text and "HIL_LABGRID_BIN=DIR/bin" in text
+
+
+def test_the_labgrid_pin_named_to_users_is_the_one_make_lab_venv_installs():
+    import re
+    from pathlib import Path
+
+    from hil.lab.labgrid_cli import LABGRID_PIN
+
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^LABGRID_PIN := (\S+)$", makefile, re.M).group(1) == LABGRID_PIN
