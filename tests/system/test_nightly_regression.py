@@ -11,6 +11,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from hil.analysis.warmup import recompute_totals, with_statistics
 from hil.regress import history
 from tiny_models import linear_relu_source
 
@@ -66,9 +67,12 @@ def test_nightly_flow_on_the_qemu_board(tmp_path):
     # make the baseline's Method::execute 10x faster: the next run is a +900% regression of that event.
     # The host runtime's real timings on a shared machine are too noisy for 3 iterations to say more,
     # so this session judges by tolerance alone (--hil-noise-k 0); the noise rule has its own tests.
+    # The stored statistics and totals are redone from the edited times, as the analysis writes them: a
+    # baseline whose figures disagree with its times is refused as edited (hil.analysis.stored_figures).
     for event in baseline["profile"]["events"]:
         if event["kind"] == "method":
-            event["times_us"] = [t / 10 for t in event["times_us"]]
+            event["times_us"] = [round(t / 10, 3) for t in event["times_us"]]
+    baseline["profile"] = recompute_totals(with_statistics(baseline["profile"])).to_json()
     baseline_file.write_text(json.dumps(baseline))
     second = _pytest(tmp_path, "--hil-baseline", "baselines", "--hil-history", str(db), "--hil-noise-k", "0")
     assert second.returncode == 1, second.stdout[-4000:] + second.stderr[-4000:]
