@@ -44,8 +44,10 @@ def test_bare_dump_clock_comes_only_from_flags():
 
 @pytest.fixture
 def no_sources(monkeypatch, tmp_path):
-    """No firmware source workspace: the QEMU board file's `auto` means the replay image, as these tests read."""
+    """No firmware source workspace and no git base to assemble one from (with HIL_GIT_BASE set, as CI sets it,
+    `auto` means the runtime image, assembled on demand): the QEMU board file's `auto` means the replay image."""
     monkeypatch.setenv("RT700_SDK_DIR", str(tmp_path / "no-workspace"))
+    monkeypatch.delenv("HIL_GIT_BASE", raising=False)
 
 
 def test_a_board_files_clock_applies_to_tick_based_dumps_only(no_sources):
