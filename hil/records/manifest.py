@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hil.base import atomic
+from hil.base.entry_check import file_sum
 from hil.base.errors import AnalysisError
 from hil.base.json_record import EMPTY, JsonRecord
 from hil.base.paths import REPO_ROOT, in_checkout
@@ -92,11 +92,8 @@ def is_simulated(kind: str, firmware: str | None = None) -> bool:
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """The sha256 of `path`, as a cache entry's record holds it (hil.base.entry_check, one block reader)."""
+    return file_sum(path).sha256
 
 
 def package_version(name: str) -> str | None:
