@@ -43,6 +43,8 @@ from hil.base.atomic import make_public_dir
 from hil.base.cache_entry import served
 from hil.base.entry_check import seal
 from hil.base.errors import BuildError, EnvironmentFault
+from hil.firmware.image_generated import write_generated
+from hil.firmware.qemu_firmware import RUNTIME_TICK_MHZ
 from hil.firmware.runtime_libraries import record_libraries, repair_libraries
 from hil.firmware.runtime_sources import entry_flatc, file_sha256, sync_firmware
 from hil.firmware.toolchain import BuildCommandError, compiler_version, find_arm_gcc, run_logged
@@ -65,7 +67,10 @@ _RUNTIME_INPUTS = ("cmake", "qemu/runtime/CMakeLists.txt")
 # What shapes one image on top of its runtime.
 _IMAGE_INPUTS = (FIRMWARE_DIR / "app", FIRMWARE_DIR / "common", FIRMWARE_DIR / "qemu", RUNTIME_DIR,
                  PACKAGE_DIR / "firmware" / "model_array.py", PACKAGE_DIR / "firmware" / "kernel_sources.py",
-                 PACKAGE_DIR / "firmware" / "sim_neutron_table.py", PACKAGE_DIR / "replay")
+                 PACKAGE_DIR / "firmware" / "sim_neutron_table.py", PACKAGE_DIR / "firmware" / "image_generated.py",
+                 PACKAGE_DIR / "replay")
+# The simulated NPU's clock when the board file names none (firmware/qemu/runtime/CMakeLists.txt's default).
+DEFAULT_NPU_CLOCK_MHZ = 250.0
 _SOURCE_SUFFIXES = {".c", ".cpp", ".h", ".ld", ".S", ".cmake", ".txt", ".py"}
 _COMPILER_ERROR = re.compile(r"^(?P<where>[^\s:]+:\d+(?::\d+)?): (?:fatal )?error: .*$", re.MULTILINE)
 _CMAKE_ERROR = re.compile(r"^CMake Error at (?P<where>\S+:\d+).*$(?:\n\s*\n)?(?:\n?^ +\S.*$)?", re.MULTILINE)
@@ -109,10 +114,12 @@ def _pins_record(summary: Path, root: Path) -> bytes:
 
 def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | None = None,
                         options: dict[str, str] | None = None, cache: Path | None = None,
-                        jobs: int | None = None) -> Path:
+                        jobs: int | None = None, ask_cmake: bool = False) -> Path:
     """The runtime ELF for the program `pte`: from the image cache, else built (and cached).
 
     `options` are the image's CMake settings (`HIL_SIM_NPU_CLOCK_MHZ`, ...), part of its cache key.
+    `ask_cmake` leaves the kernel list and the simulated-Neutron table to the CMake's own `python -m` children,
+    as a build by hand does (the same image, seconds slower: bench/new_model_image.py's other side).
     A failed build raises BuildError naming the first error's file and line and the kept log.
     """
     options = dict(sorted((options or {}).items()))
@@ -134,19 +141,28 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
         model = root / "models" / f"{image_key[:24]}.pte"
         model.parent.mkdir(exist_ok=True)
         shutil.copyfile(pte, model)
+        try:
+            generated = None if ask_cmake else write_generated(model, root / "executorch", tick_mhz=RUNTIME_TICK_MHZ,
+                                                               npu_clock_mhz=float(options.get(
+                                                                   "HIL_SIM_NPU_CLOCK_MHZ", DEFAULT_NPU_CLOCK_MHZ)))
+        except BuildError as exc:  # as the configure said it: the program's operator has no portable kernel
+            raise BuildError(f"QEMU runtime image for {pte}: {exc}") from exc
         log = root / "images" / f"{image_key[:24]}.{LOG_NAME}"
         log.parent.mkdir(exist_ok=True)
         log.unlink(missing_ok=True)
         try:
-            run_logged(_configure_command(source, root, build, model, flatc, options), cwd=root, log=log,
-                       timeout=CONFIGURE_TIMEOUT_S)
+            configure = _configure_command(source, root, build, model, flatc, options) + (
+                generated.cmake_options() if generated is not None else ["-UHIL_KERNEL_LIST", "-UHIL_SIM_TABLE_SOURCE"])
+            run_logged(configure, cwd=root, log=log, timeout=CONFIGURE_TIMEOUT_S)
             run_logged(["cmake", "--build", str(build), "--target", "hil_qemu_runtime", "--parallel",
                         str(jobs or os.cpu_count() or 2)], cwd=root, log=log, timeout=BUILD_TIMEOUT_S)
         except BuildCommandError as exc:
             raise BuildError(f"QEMU runtime image for {pte}: {_first_error(log) or exc.reason} (log: {log})") from exc
         record_libraries(root, build)
         _publish(build / ELF_NAME, final)
-        model.unlink(missing_ok=True)
+        for made in (model, *(() if generated is None else (generated.kernel_list, generated.sim_table))):
+            if made is not None:
+                made.unlink(missing_ok=True)
     return final
 
 

@@ -272,3 +272,19 @@ def test_a_cache_folder_that_cannot_be_written_is_a_build_error_naming_it(tmp_pa
             pass
     assert f"the QEMU runtime cache folder {root} cannot be written" in str(info.value)
     assert "the image of m.pte is not among them" in str(info.value) and "HIL_CACHE_DIR" in str(info.value)
+
+
+def test_the_harness_writes_the_kernel_list_and_says_none_for_a_program_without_simulated_calls(tmp_path, monkeypatch):
+    from hil.firmware import image_generated
+
+    root = _tree(tmp_path)
+    model = tmp_path / "models" / "abc.pte"
+    model.parent.mkdir()
+    model.write_bytes(b"not read: the operators come from the patched reader")
+    monkeypatch.setattr(ks, "program_operators", lambda _pte: ["aten::add.out", "aten::_softmax.out"])
+    monkeypatch.setattr(image_generated, "delegate_steps", lambda _pte: [])
+    made = image_generated.write_generated(model, root, npu_clock_mhz=250.0, tick_mhz=20.0)
+    kernels = root / ks.KERNEL_DIR
+    assert made.kernel_list.read_text() == f"{kernels / 'op_add.cpp'}\n{kernels / 'op_softmax.cpp'}\n"
+    assert made.sim_table is None and not list(model.parent.glob("*.c"))
+    assert made.cmake_options() == [f"-DHIL_KERNEL_LIST={made.kernel_list}", "-DHIL_SIM_TABLE_SOURCE=none"]

