@@ -34,3 +34,15 @@ def cached_folder(tag: str, source_file: str | Path, build: Callable[[Path], Non
     except OSError:  # another session finished first: use its folder
         shutil.rmtree(scratch, ignore_errors=True)
     return folder
+
+
+def write_host_etdump(buffer: bytes, inputs: tuple, iterations: int, etdump: Path) -> None:
+    """Run the program `buffer` `iterations` times on the host runtime and write its ETDump (and debug buffer,
+    beside it as `.debug`): the dump the analysis tests read, made by ExecuTorch itself."""
+    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+
+    runner = _load_for_executorch_from_buffer(buffer, enable_etdump=True, debug_buffer_size=1 << 20)
+    for _ in range(iterations):
+        runner.forward(inputs)
+    runner.write_etdump_result_to_file(str(etdump), str(etdump.with_suffix(".debug")))
+    del runner  # before the buffer goes: the binding does not copy it

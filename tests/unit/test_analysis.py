@@ -68,7 +68,7 @@ def _export(module: torch.nn.Module, out: Path, stem: str, partitioner: list[Any
 
 def _build(out: Path) -> None:
     """Export the three programs and run the CPU-only one on the host runtime."""
-    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+    from programs import write_host_etdump
 
     from hil.aot.neutron_sim import neutron_sim_partitioners
 
@@ -76,12 +76,7 @@ def _build(out: Path) -> None:
     program, example = _export(Tiny(), out, "tiny")
     _export(Other(), out, "other")
     _export(TwoLayers(), out, "npu", neutron_sim_partitioners())
-    buffer = program.buffer  # the binding does not copy it: keep it alive while running
-    module = _load_for_executorch_from_buffer(buffer, enable_etdump=True, debug_buffer_size=1 << 20)
-    for _ in range(ITERATIONS):
-        module.forward(example)
-    module.write_etdump_result_to_file(str(out / "tiny.etdump"), str(out / "tiny.debug"))
-    del module, buffer
+    write_host_etdump(program.buffer, example, ITERATIONS, out / "tiny.etdump")
 
 
 @pytest.fixture(scope="module")

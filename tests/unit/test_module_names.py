@@ -62,7 +62,7 @@ def _build(out: Path) -> None:
     """Export the conv_pair fixture (CPU only) and run it on the host runtime."""
     import torch
     from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
-    from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
+    from programs import write_host_etdump
 
     spec = importlib.util.spec_from_file_location("conv_pair", FIXTURE)
     module = importlib.util.module_from_spec(spec)
@@ -71,12 +71,7 @@ def _build(out: Path) -> None:
     edge = to_edge_transform_and_lower(torch.export.export(model, example), generate_etrecord=True)
     program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))
     program.get_etrecord().save(str(out / "pair.etrecord"))
-    buffer = program.buffer
-    runner = _load_for_executorch_from_buffer(buffer, enable_etdump=True, debug_buffer_size=1 << 20)
-    for _ in range(ITERATIONS):
-        runner.forward(example)
-    runner.write_etdump_result_to_file(str(out / "pair.etdump"), str(out / "pair.debug"))
-    del runner, buffer
+    write_host_etdump(program.buffer, example, ITERATIONS, out / "pair.etdump")
 
 
 @pytest.fixture(scope="module")
