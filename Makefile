@@ -66,8 +66,11 @@ demo: setup sources
 	RT700_SDK_DIR=$(HIL_SOURCES) $(VENV)/bin/hil run --board qemu --model cifar10 --out $(DEMO_OUT)/cifar10-npu
 	RT700_SDK_DIR=$(HIL_SOURCES) $(VENV)/bin/hil run --board qemu --model ds_cnn --out $(DEMO_OUT)/ds_cnn
 
+# Two xdist workers: the board tests (tests/system, tests/device) all on one, in order (conftest.py groups
+# them), the unit tests on the other meanwhile. TEST_JOBS=0 runs everything in one process.
+TEST_JOBS ?= 2
 test: setup sources firmware-check
-	RT700_SDK_DIR=$(HIL_SOURCES) $(PY) -m pytest --board qemu $(TEST_ARGS)
+	RT700_SDK_DIR=$(HIL_SOURCES) $(PY) -m pytest --board qemu -n $(TEST_JOBS) --dist loadgroup $(TEST_ARGS)
 
 # The inner loop: every unit test and the system tests that build no firmware image and boot no QEMU, picked by
 # `--durations` (CONTRIBUTING.md, "make check"). No source workspace needed; `make test` stays the whole suite.

@@ -9,6 +9,27 @@ from pathlib import Path
 # and a user's cache never hides a broken export.
 os.environ.setdefault("HIL_CACHE_DIR", str(Path(__file__).resolve().parent / ".hil-cache"))
 
+# The folders whose tests drive the emulated board, build firmware or run `hil` end to end.
+_BOARD_FOLDERS = ("device", "system")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Put every board test in one xdist group, so `make test` (`-n 2 --dist loadgroup`) runs them on one
+    worker, one after another in their file order, while the unit tests fill the other core.
+
+    Why not spread the board tests too: they share the runtime build, the export cache and session fixtures
+    built once per worker, and a second worker would build and boot them again; on 2 cores a QEMU session
+    beside another one gains little (bench/parallel_suite.py). The unit tests need none of that. Without
+    xdist (`make check`, a plain `pytest`) the mark does nothing.
+    """
+    import pytest
+
+    tests = Path(__file__).resolve().parent / "tests"
+    board = pytest.mark.xdist_group("board")
+    for item in items:
+        if any(Path(item.path).is_relative_to(tests / folder) for folder in _BOARD_FOLDERS):
+            item.add_marker(board)
+
 
 def pytest_sessionfinish(session, exitstatus):
     """Every profile.json the session's runs wrote reads back and writes again byte for byte.
