@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hil.boards.base import Board
 from hil.config.board_config import BoardConfig
@@ -12,16 +13,17 @@ from hil.base.progress import Progress
 KINDS = ("qemu", "rt700")
 
 
-def open_board(cfg: BoardConfig, workdir: Path, progress: Progress | None = None) -> Board:
+def open_board(cfg: BoardConfig, workdir: Path, progress: Progress | None = None, *, keeper: Any = None) -> Board:
     """The board class for `cfg.kind`, constructed on `workdir` (where its logs go); `progress` hears
-    of each of the board's own steps as it starts (hil.base.progress.Within; default: silent).
+    of each of the board's own steps as it starts (hil.base.progress.Within; default: silent). `keeper`
+    (a hil.boards.qemu_keep.QemuKeeper, the pytest session's) lets a QEMU board reuse a kept QEMU.
 
     Imports are lazy: the QEMU flow must not need pyOCD, and the RT700 flow not QEMU.
     """
     if cfg.kind == "qemu":
         from hil.boards.qemu import QemuBoard
 
-        return QemuBoard(cfg, Path(workdir), progress)
+        return QemuBoard(cfg, Path(workdir), progress, keeper)
     if cfg.kind == "rt700":
         from hil.boards.rt700 import Rt700Board
 

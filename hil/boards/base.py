@@ -40,10 +40,13 @@ class Board(Protocol):
     """
 
     name: str
+    # After flash(): {"done": "programmed" | "downloaded" | "skipped", "why": ...}, the manifest's `flash`.
+    flash_record: dict[str, str] | None
 
-    def flash(self, image: Path, progress: Callable[[float], None] | None = None) -> None:
+    def flash(self, image: Path, progress: Callable[[float], None] | None = None, *, force: bool = False) -> None:
         """Put `image` (an ELF) on the target; the target stays halted afterwards.
 
+        A target that provably holds `image` already is not written again, unless `force`.
         `progress`, when given, hears the fraction written (0..1) where the board can tell."""
 
     def run(self, timeout: float, plan: RunPlan) -> RunCapture:

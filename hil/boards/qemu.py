@@ -3,7 +3,8 @@
 It travels the same road as the RT700: serial capture before anything runs, GDB/MI flash
 (`-target-download`), reset, the run-configuration handshake at `hil_config_ready`, breakpoint at
 `hil_etdump_ready`, dump of `result.buf/size`, then the target runs to its end and QEMU's exit
-status is the image's.
+status is the image's. With a keeper (the pytest session's, hil.boards.qemu_keep) the image stops on
+entry to `semihost_exit` instead, and QEMU is kept, halted, for the next run of the same image.
 Files in `workdir`: serial.log, mi.log (GDB transcript), qemu.log, trace.etdump.
 """
 
@@ -30,6 +31,8 @@ from hil.target.run_config import run_planned
 from hil.target.serial_reader import SerialReader
 from hil.target.tensor_io import read_outputs
 from hil.base.steps import StepTimer
+from hil.base.entry_check import file_sum
+from hil.boards.qemu_keep import KeptQemu, QemuKeeper
 
 END_LINE = "Program complete, exiting."
 # Where the replay image ends (firmware/qemu/semihost.c): QEMU exits inside it.
@@ -45,7 +48,8 @@ REBUILD_HINT = "the harness builds QEMU replay images itself: hil.firmware.qemu_
 class QemuBoard:
     """QEMU as a board: `flash()` starts it halted and downloads the ELF; `run()` captures the ETDump."""
 
-    def __init__(self, cfg: BoardConfig, workdir: Path, progress: Progress | None = None) -> None:
+    def __init__(self, cfg: BoardConfig, workdir: Path, progress: Progress | None = None,
+                 keeper: QemuKeeper | None = None) -> None:
         self.cfg = cfg
         self.name = cfg.name
         self.workdir = Path(workdir)
@@ -59,12 +63,20 @@ class QemuBoard:
         self._qemu: QemuProcess | None = None
         self._serial: SerialReader | None = None
         self._gdb: GdbMiSession | None = None
+        # The session's keeper of QEMU processes (the pytest plugin's), None for one run per process.
+        self.keeper = keeper
+        self.flash_record: dict[str, str] | None = None  # the manifest's `flash`: downloaded or skipped, and why
+        self._sha256 = ""
+        self._kept_runs = 0  # runs the attached QEMU served before this one
+        self._parked = False  # the run ended cleanly, halted at EXIT_FUNCTION: QEMU can be kept
 
     # -- the Board protocol ----------------------------------------------------------------
 
-    def flash(self, image: Path, progress: Callable[[float], None] | None = None) -> None:
+    def flash(self, image: Path, progress: Callable[[float], None] | None = None, *, force: bool = False) -> None:
         """Start QEMU halted, attach the console and GDB, and download `image`; the CPU stays halted.
 
+        With a keeper (hil.boards.qemu_keep), a kept QEMU that holds `image` (same sha256) is attached
+        to instead, unless `force`: no new process, no download; run() resets the core.
         GDB's download into QEMU takes well under a second, so `progress` only hears "done"."""
         image = Path(image)
         if not image.is_file():
@@ -72,6 +84,19 @@ class QemuBoard:
         if self._qemu is not None:
             self.close()
         self.timer.seconds.clear()
+        self._sha256, self._kept_runs = file_sum(image).sha256, 0
+        kept = self.keeper.take(self.cfg, self._sha256) if self.keeper is not None else None
+        if kept is not None and force:
+            kept.close()
+            kept = None
+        if kept is not None:
+            self._attach_kept(kept, image)
+            if progress is not None:
+                progress(1.0)
+            return
+        self.flash_record = {"done": "downloaded", "why": "forced (--force-flash)" if force else (
+            "a new QEMU (no session keeps one)" if self.keeper is None else
+            f"a new QEMU: none kept holds sha256 {self._sha256[:16]} of {image.name}")}
         try:
             with self._step("connect", f"start QEMU ({self.cfg.require('qemu.machine')}) and attach gdb"):
                 self._qemu = QemuProcess(
@@ -102,6 +127,21 @@ class QemuBoard:
             self.close()
             raise
 
+    def _attach_kept(self, kept: KeptQemu, image: Path) -> None:
+        """A new gdb and console, in this run's folder, on the kept QEMU still halted after its last run."""
+        self._qemu, self._serial, self.qemu_log, self._kept_runs = kept.qemu, kept.serial, kept.qemu.log_path, kept.runs
+        try:
+            with self._step("connect", "attach gdb to the kept QEMU"):
+                kept.serial.log_to(self.serial_log)
+                self._gdb = GdbMiSession(self.cfg.gdb, image, self.mi_log)
+                self._gdb.connect(LOOPBACK, kept.qemu.gdb_port)
+        except BaseException:
+            self.close()
+            raise
+        self.image = image
+        self.flash_record = {"done": "skipped", "why": f"{kept.describe()} (log: {kept.qemu.log_path}); "
+                                                       "the core is reset instead of a new QEMU and download"}
+
     def attach(self) -> tuple[GdbMiSession, SerialReader]:
         """The debugger and console of the flashed target, reset and halted: for callers that drive
         the target step by step (the `hil_board` fixture) instead of through `run()`."""
@@ -118,6 +158,7 @@ class QemuBoard:
         if not qemu.alive:
             raise TargetError(f"board '{self.name}': QEMU is gone (a run ends it); flash() again before run()")
         deadline = time.monotonic() + timeout
+        self._parked = False
         ctx = RunContext(self.name, self.cfg.breakpoint, serial, self.mi_log, self.image,
                          faults=FaultWatch(self.cfg.fault_handlers), fault_path=self.workdir / "fault.json")
         try:
@@ -134,7 +175,7 @@ class QemuBoard:
                 )
                 outputs = read_outputs(gdb, ctx, self.cfg.ram_regions) if plan.inputs is not None else None
             with self._step("finish", "let the image finish"):
-                exit_code = self._finish(ctx, deadline)
+                exit_code = self._park(ctx, deadline) if self.keeper is not None else self._finish(ctx, deadline)
         except TargetError as exc:
             raise blame_qemu_first(exc, qemu, self.name, QEMU_REAP_S) from exc.__cause__
         return RunCapture(
@@ -153,16 +194,26 @@ class QemuBoard:
         """Stop gdb, the console reader and QEMU, whatever state they are in; safe to call twice."""
         gdb, serial, qemu = self._gdb, self._serial, self._qemu
         self._gdb = self._serial = self._qemu = None
+        keep, self._parked = self._parked and self.keeper is not None and qemu is not None and qemu.alive, False
         try:
             if gdb is not None:
+                if keep:  # leave the stub without detaching: a detach resumes QEMU's CPU
+                    keep = _disconnected(gdb)
                 gdb.close()
         finally:
+            if keep and serial is not None and qemu is not None and self._give_back(qemu, serial):
+                return
             try:
                 if serial is not None:
                     serial.close()
             finally:
                 if qemu is not None:
                     qemu.close()
+
+    def _give_back(self, qemu: QemuProcess, serial: SerialReader) -> bool:
+        """Hand the QEMU halted after a clean run, console attached, to the keeper for the image's next run."""
+        assert self.keeper is not None and self.image is not None
+        return self.keeper.keep(self.cfg, KeptQemu(qemu, serial, self._sha256, self.image, self._kept_runs + 1))
 
     def __enter__(self) -> "QemuBoard":
         return self
@@ -260,6 +311,31 @@ class QemuBoard:
             raise ctx.failure(f"QEMU exit status {exit_code} (the image's exit code; log: {self.qemu_log})")
         return exit_code
 
+    def _park(self, ctx: RunContext, deadline: float) -> int:
+        """With a keeper: stop the image on entry to `semihost_exit`, its status in r0, QEMU left alive and halted.
+
+        The kept QEMU's next run resets the core (hil.boards.qemu_keep); the status is checked as QEMU's
+        exit status would be."""
+        assert self._gdb is not None
+        try:
+            self._gdb.break_insert(f"*{EXIT_FUNCTION}", temporary=True)
+            stop = self._gdb.continue_until_stop(_left(deadline))
+            raise_if_fault(self._gdb, ctx, stop)
+            if stop.target_gone:
+                raise ctx.failure(f"target exited before reaching {EXIT_FUNCTION}: {stop.describe()}")
+            if stop.frame_func != EXIT_FUNCTION:
+                raise ctx.failure(f"target stopped again after the breakpoint instead of finishing: {stop.describe()}")
+            status = self._gdb.evaluate_int("$r0")
+            ctx.serial.expect(END_LINE, _left(deadline))
+        except TargetError as exc:
+            if str(exc).startswith(f"board '{self.name}'") or isinstance(exc, TargetFault):
+                raise
+            raise ctx.failure(f"target did not finish after the ETDump was read: {exc}", type(exc)) from exc
+        if status != 0:
+            raise ctx.failure(f"the image's exit status is {status} ({EXIT_FUNCTION}'s argument)")
+        self._parked = True
+        return status
+
     def _hold_exit_until_console_drained(self, ctx: RunContext, deadline: float) -> None:
         """With a pty console, stop the image at `semihost_exit` until its last line has come through.
 
@@ -284,6 +360,15 @@ def icount_shift(cfg: BoardConfig) -> int | None:
         raise BoardConfigError(f"board '{cfg.name}' ({cfg.source}): qemu.icount_shift must be a whole number "
                                f"from 0 to 10 (2^N ns of virtual time per instruction), not {value!r}")
     return value
+
+
+def _disconnected(gdb: GdbMiSession) -> bool:
+    """`-target-disconnect`: gdb leaves QEMU's stub without a detach (which would resume the CPU)."""
+    try:
+        gdb.command("-target-disconnect")
+    except TargetError:
+        return False
+    return True
 
 
 def _left(deadline: float) -> float:

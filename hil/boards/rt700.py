@@ -73,6 +73,7 @@ class Rt700Board:
         self.notes: list[str] = []
         self.probe_id: str | None = None
         self.flash_report: FlashReport | None = None
+        self.flash_record: dict[str, str] | None = None  # the manifest's `flash`: programmed or skipped, and why
         self.image: Path | None = None
         self._lock: ProbeLock | None = None
         self._serial: SerialReader | None = None
@@ -127,19 +128,22 @@ class Rt700Board:
 
     # -- Board protocol --------------------------------------------------------------------
 
-    def flash(self, image: Path, progress: Callable[[float], None] | None = None) -> None:
+    def flash(self, image: Path, progress: Callable[[float], None] | None = None, *, force: bool = False) -> None:
         """Lock, open the console, then program `image` and leave the core halted at reset.
 
-        `progress` is handed to pyOCD's FileProgrammer, which reports the fraction programmed."""
+        The flash is read back first and programming skipped when it holds `image` already, unless `force`
+        (hil.probe.flash_check); `flash_record` says which. `progress` is handed to pyOCD's FileProgrammer,
+        which reports the fraction programmed."""
         self._take_probe()
         self._open_serial()
         try:
             with self.timer.step("flash", f"program {Path(image).name} with pyOCD") as advance:
-                report = flash_image(self.cfg, Path(image), progress=_both(progress, advance))
+                report = flash_image(self.cfg, Path(image), progress=_both(progress, advance), force=force)
         except HilError as exc:
             self.flash_report = getattr(exc, "flash_report", None)
             raise
         self.flash_report = report
+        self.flash_record = {"done": report.done, "why": report.why}
         if report.retried:
             self.notes.append(f"flash needed {report.attempts} attempts: {'; '.join(report.errors)}")
         self.image = Path(image)

@@ -98,6 +98,7 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
         inputs_file=args.inputs,
         allow_nonfinite_inputs=args.allow_nonfinite_inputs,
         numerics=not args.no_numerics,
+        force_flash=args.force_flash,
     )
     from hil.base.progress import for_stream
 
@@ -193,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "\"outputs not finite\"")
     run.add_argument("--no-numerics", action="store_true",
                      help="skip the numerics check (the target keeps its fill-byte inputs, outputs are not read)")
+    run.add_argument("--force-flash", "--hil-force-flash", action="store_true",
+                     help="program the image even when the board holds it already (the flash is read back "
+                          "through the probe first, and programming skipped when it matches)")
     run.add_argument("-v", "--verbose", action="store_true", help="also print each step's duration as it ends")
     run.add_argument("-q", "--quiet", action="store_true", help="print no step lines or progress bars")
     run.add_argument("--json", action="store_true", help="print the profile as JSON instead of the table")

@@ -76,6 +76,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--hil-allow-nonfinite-inputs", dest="hil_allow_nonfinite_inputs", action="store_true",
                     default=None, help=option_help("hil_allow_nonfinite_inputs",
                                                    "run inputs that hold NaN or infinity (refused by default)"))
+    group.addoption("--hil-force-flash", dest="hil_force_flash", action="store_true", default=None,
+                    help=option_help("hil_force_flash", "flash every run, even a board that holds the image already "
+                                     "(read back through the probe), and start a new QEMU each run"))
     add_ini(parser)
     for opt in OVERRIDES:  # those that are settings too (--hil-firmware) also come from the environment and ini
         group.addoption(opt.flag, dest=opt.dest, type=opt.type, default=None, metavar=opt.metavar,
@@ -144,6 +147,18 @@ def _hil_board_pool(pytestconfig: pytest.Config) -> Iterator[plugin_boards.Board
         yield pool
     finally:
         pool.close()
+
+
+@pytest.fixture(scope="session")
+def _hil_qemu_keeper() -> Iterator[Any]:
+    """The QEMU processes kept between runs of one image (hil.boards.qemu_keep), ended with the session."""
+    from hil.boards.qemu_keep import QemuKeeper
+
+    keeper = QemuKeeper()
+    try:
+        yield keeper
+    finally:
+        keeper.close()
 
 
 @pytest.fixture(scope="session")
@@ -238,7 +253,7 @@ def hil_board(request: pytest.FixtureRequest, hil_board_config: BoardConfig,
 
 @pytest.fixture
 def hil_profile(
-    request: pytest.FixtureRequest, hil_board_config: BoardConfig, hil_artifacts_dir: Path
+    request: pytest.FixtureRequest, hil_board_config: BoardConfig, hil_artifacts_dir: Path, _hil_qemu_keeper: Any
 ) -> Callable[..., Any]:
     """Factory: `hil_profile(model, **options)` profiles `model` on the chosen board and returns a RunResult."""
     from hil.aot.models import rooted_spec
@@ -259,6 +274,8 @@ def hil_profile(
         options.setdefault("drift_snr_db", config.getoption("hil_drift_snr_db"))
         options.setdefault("inputs_file", config.getoption("hil_inputs"))
         options.setdefault("allow_nonfinite_inputs", bool(config.getoption("hil_allow_nonfinite_inputs")))
+        options.setdefault("force_flash", bool(config.getoption("hil_force_flash")))
+        options.setdefault("qemu_keeper", _hil_qemu_keeper)  # the rerun below takes it too
         board = options.pop("board", None) or _board_for(request, hil_board_config)
         if "required_firmware" not in options:
             options["required_firmware"] = _history_requirement(config, model, board, options.get("delegate"))

@@ -23,6 +23,7 @@ from typing import Any, Callable, TypeVar
 
 from hil.config.board_config import BoardConfig
 from hil.base.errors import BoardConfigError, HilError, TargetError, TimeoutExpired
+from hil.probe.flash_check import FlashDecision, compare
 
 LOG = logging.getLogger(__name__)
 
@@ -77,6 +78,8 @@ class FlashReport:
     attempts: int = 0
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    done: str = "programmed"  # or "skipped": the target held the image already (hil.probe.flash_check)
+    why: str = ""
 
     @property
     def retried(self) -> bool:
@@ -315,8 +318,9 @@ def reset(session: Any, halt: bool = False, *, timeout: float = 20.0) -> None:
 
 
 def flash_image(cfg: BoardConfig, elf: Path, *, api: SimpleNamespace | None = None,
-                progress: Callable[[float], None] | None = None) -> FlashReport:
-    """Open, program, reset-and-halt, close; one retry on a flash/transfer failure, recorded.
+                progress: Callable[[float], None] | None = None, force: bool = False) -> FlashReport:
+    """Open, program (unless the target holds `elf` already and not `force`), reset-and-halt, close; one
+    retry on a flash/transfer failure, recorded.
 
     A second failure raises TargetError listing both attempts: retrying more would hide an
     unstable bench, whose flaky cable or probe should fail loudly instead.
@@ -335,7 +339,11 @@ def flash_image(cfg: BoardConfig, elf: Path, *, api: SimpleNamespace | None = No
             session = open_session(cfg, api=api)
             try:
                 report.probe_id = str(session.probe.unique_id)
-                program(session, elf, timeout=settings.flash_timeout_s, api=api, progress=progress)
+                decision = FlashDecision("programmed", "forced (--force-flash)") if force else compare(
+                    session, elf, read=lambda fn, what: _with_timeout(fn, settings.connect_timeout_s, what))
+                report.done, report.why = decision.done, decision.why
+                if decision.done != "skipped":
+                    program(session, elf, timeout=settings.flash_timeout_s, api=api, progress=progress)
                 reset(session, halt=True, timeout=settings.connect_timeout_s)
                 return report
             except retryable as exc:

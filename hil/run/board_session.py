@@ -52,13 +52,14 @@ class BoardSession:
 
     # -- the steps --------------------------------------------------------------------------
 
-    def flash(self, elf: Path | str) -> None:
-        """Put `elf` on the board and halt it at reset, the console already listening."""
+    def flash(self, elf: Path | str, *, force: bool = False) -> None:
+        """Put `elf` on the board and halt it at reset, the console already listening. A board that holds
+        `elf` already (read back through the probe) is not programmed again, unless `force`."""
         self.close()
         self._image = Path(elf).resolve()
         self._plan = None
         self._board = open_board(self.cfg, self.workdir)
-        self._board.flash(self._image)
+        self._board.flash(self._image, force=force)
         self._gdb, self._serial = self._board.attach()
         self._console = Console(self._serial, self.cfg.get("serial.expect_timeout_s", DEFAULT_EXPECT_TIMEOUT_S))
 

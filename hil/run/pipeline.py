@@ -142,7 +142,7 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
         provenance["simulated"] = simulated
         if simulation is not None:
             atomic.write_json(out / "simulation.json", simulation)
-        capture = _run_on_board(request, image, checked, timer)
+        capture = _run_on_board(request, image, checked, timer, provenance)
         provenance["etdump_crc32"] = capture.crc32
         if capture.notes:
             provenance["board_notes"] = capture.notes
@@ -255,16 +255,24 @@ def _write_trace(out: Path, report: Callable[[str], None] | None) -> None:
         (report or (lambda line: print(line, file=sys.stderr)))(f"[hil] trace.json not written: {exc}")
 
 
-def _run_on_board(request: RunRequest, image: Path, checked: CheckedRequest, timer: StepTimer) -> RunCapture:
-    """Flash and run the plan, always closing the board; the board writes serial.log and trace.etdump into out_dir."""
+def _run_on_board(request: RunRequest, image: Path, checked: CheckedRequest, timer: StepTimer,
+                  provenance: dict[str, Any]) -> RunCapture:
+    """Flash and run the plan, always closing the board; the board writes serial.log and trace.etdump into out_dir.
+
+    provenance["flash"] says whether the image was written or the target held it already, and why."""
     if checked.elf is None:  # the harness's own image: a --breakpoint or --result-expr it lacks is refused here
         from hil.target.elf_preflight import check_run_symbols
 
         check_run_symbols(image, request.board)
-    board = open_board(request.board, request.out_dir, Within(timer.progress))  # its own steps, live too
+    board = open_board(request.board, request.out_dir, Within(timer.progress),  # its own steps, live too
+                       keeper=request.qemu_keeper)
     try:
         with timer.step("flash", f"flash {image.name} to {request.board.name}") as advance:
-            board.flash(image, progress=advance)
+            board.flash(image, progress=advance, force=request.force_flash)
+        if board.flash_record is not None:
+            provenance["flash"] = board.flash_record
+            if board.flash_record["done"] == "skipped":
+                timer.progress.note(f"flash skipped: {board.flash_record['why']}")
         with timer.step("run", f"run {checked.plan.describe()} and read out the ETDump"):
             capture = board.run(checked.timeout_s, checked.plan)
     finally:

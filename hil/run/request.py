@@ -69,6 +69,10 @@ class RunRequest:
     # The QEMU image kind the run must have, and why (a nightly whose history is a runtime series): a run
     # that cannot have it fails, naming the missing part, instead of replaying (hil.firmware.qemu_firmware).
     required_firmware: Requirement | None = None
+    force_flash: bool = False  # write the image even when the target holds it already (hil.probe.flash_check)
+    # The pytest session's keeper of QEMU processes (hil.boards.qemu_keep): a run of the image a kept QEMU
+    # holds resets it instead of starting QEMU again. None: every run starts its own (`hil run`).
+    qemu_keeper: Any = None
 
 
 def choose_delegate(request: RunRequest, report: Callable[[str], None] | None = None,

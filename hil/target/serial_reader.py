@@ -101,6 +101,19 @@ class SerialReader:
             self._log.close()
             self._log = None
 
+    def log_to(self, log_path: Path) -> None:
+        """Log into `log_path` from now on, `text` starting afresh: the next run of a target kept between
+        runs (hil.boards.qemu_keep), whose console stays attached. Its CPU is halted meanwhile, so no
+        byte falls between the two logs."""
+        log_path = Path(log_path)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        new = open(log_path, "ab", buffering=0)
+        with self._cond:
+            old, self._log, self.log_path = self._log, new, log_path
+            self._text, self._cursor, self._nbytes, self._last_byte, self.log_error = "", 0, 0, b"\n", None
+        if old is not None:
+            old.close()
+
     def __enter__(self) -> "SerialReader":
         return self.start() if self._thread is None else self
 

@@ -33,7 +33,9 @@ class FakeBench:
     Session constructor, as pyOCD's Board does). `open_error`: raised by `session.open()`.
     `list_delay_s` / `open_delay_s`: a USB enumeration or probe open that hangs that long.
     `flash_failures`: how many `program()` calls fail with FlashFailure before one succeeds.
-    `calls` records what the harness asked, in order.
+    `memory`: address -> byte the target holds, written by `program()` from the ELF's loadable segments (as
+    pyOCD's FileProgrammer does; unwritten flash reads as erased 0xFF). `readable=False`: every memory read
+    faults (TransferFaultError), as a locked or unmapped flash does. `calls` records what the harness asked, in order.
     """
 
     probes: list[FakeProbe] = field(default_factory=list)
@@ -44,6 +46,8 @@ class FakeBench:
     open_delay_s: float = 0.0
     calls: list[tuple] = field(default_factory=list)
     sessions: list["FakeSession"] = field(default_factory=list)
+    memory: dict[int, int] = field(default_factory=dict)
+    readable: bool = True
 
     def api(self) -> SimpleNamespace:
         bench = self
@@ -74,9 +78,23 @@ class FakeBench:
                     bench.flash_failures -= 1
                     raise exceptions.FlashProgramFailure("flash algo program page failed", address=0x28004000,
                                                          result_code=1)
+                bench.write_elf(path)
 
         return SimpleNamespace(version="0.46.0-fake", ConnectHelper=ConnectHelper, Session=make_session,
                                FileProgrammer=FileProgrammer, exceptions=exceptions)
+
+    def write_elf(self, path: str) -> None:
+        """What the flash then holds: each PT_LOAD segment's file bytes at its physical address."""
+        from elftools.common.exceptions import ELFError
+        from elftools.elf.elffile import ELFFile
+
+        try:
+            with open(path, "rb") as stream:
+                for seg in ELFFile(stream).iter_segments():
+                    if seg["p_type"] == "PT_LOAD":
+                        self.memory.update(enumerate(seg.data(), seg["p_paddr"]))
+        except ELFError:  # the tests' placeholder images are no ELF: nothing readable is written
+            pass
 
     def install(self, monkeypatch: Any) -> "FakeBench":
         import hil.probe.pyocd_flash as pyocd_flash
@@ -94,6 +112,13 @@ class FakeTarget:
 
     def reset_and_halt(self) -> None:
         self.session.bench.calls.append(("reset", True))
+
+    def read_memory_block8(self, addr: int, size: int) -> list[int]:
+        bench = self.session.bench
+        bench.calls.append(("read", addr, size))
+        if not bench.readable:
+            raise exceptions.TransferFaultError("read", fault_address=addr, length=size)
+        return [bench.memory.get(a, 0xFF) for a in range(addr, addr + size)]
 
 
 class FakeSession:

@@ -44,7 +44,8 @@ INI = textwrap.dedent(
     """
 )
 ENV_NAMES = ("HIL_BOARD", "HIL_BOARD_CONFIG", "HIL_ARTIFACTS", "HIL_ITERATIONS", "HIL_WARMUP", "HIL_TIMEOUT",
-             "HIL_BASELINE", "HIL_HISTORY", "HIL_TOLERANCE", "HIL_FIRMWARE", "HIL_ALLOW_NONFINITE_INPUTS")
+             "HIL_BASELINE", "HIL_HISTORY", "HIL_TOLERANCE", "HIL_FIRMWARE", "HIL_ALLOW_NONFINITE_INPUTS",
+             "HIL_FORCE_FLASH")
 
 
 def _session(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -161,6 +162,17 @@ def test_nonfinite_inputs_are_allowed_from_the_command_line_the_environment_or_t
     done = _session(project, *args, **env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert (project / "report.json").read_text() == repr(allowed)
+
+
+def test_force_flash_comes_from_the_command_line_the_environment_or_the_ini_file(project):
+    (project / "test_report.py").write_text(NONFINITE.replace("hil_allow_nonfinite_inputs", "hil_force_flash"))
+    for ini, args, env, forced in ((None, (), {}, False), ("on", (), {"HIL_FORCE_FLASH": "no"}, False),
+                                   ("off", ("--hil-force-flash",), {}, True), (None, (), {"HIL_FORCE_FLASH": "1"}, True)):
+        (project / "pyproject.toml").write_text(f'[tool.pytest.ini_options]\nhil_force_flash = "{ini}"\n'
+                                                if ini else "")
+        done = _session(project, *args, **env)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+        assert (project / "report.json").read_text() == repr(forced), (ini, args, env)
 
 
 def test_a_switch_that_is_no_yes_or_no_is_refused_naming_where_it_came_from(project):

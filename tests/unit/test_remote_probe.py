@@ -68,6 +68,17 @@ def test_flashing_through_the_server_writes_the_image_into_the_target(server, ra
     assert written_memory(log)[address][: len(data)] == data  # what the target behind the server received
 
 
+def test_a_second_flash_of_the_same_image_is_read_back_through_real_pyocd_and_skipped(server, ram_image):
+    """pyOCD's own target reads (read_memory_block8 through the server) back the first flash's bytes."""
+    probe_id, log = server
+    elf, address, data = ram_image
+    cfg = board(probe_id, **{"pyocd.target": "max32630"})
+    assert flash_image(cfg, elf).done == "programmed"
+    report = flash_image(cfg, elf)
+    assert report.done == "skipped" and "read back through the probe" in report.why, report
+    assert written_memory(log)[address][: len(data)] == data
+
+
 def test_pyocd_gdbserver_on_a_remote_probe_serves_gdb(server, ram_image, tmp_path):
     probe_id, log = server
     elf, address, data = ram_image
