@@ -31,6 +31,7 @@
 #include "hil_crc32.h"
 #include "hil_protocol.h"
 #include "hil_result.h"
+#include "hil_stack.h"
 #include "io_tables.h"
 #include "method_setup.h"
 #include "model_data.h"
@@ -138,6 +139,11 @@ bool take_run_config(uint32_t& iterations, uint32_t& warmup) {
 }  // namespace
 
 int main(void) {
+#ifndef HIL_STACK_PAINTED_AT_RESET
+  // The RT700's reset handler is NXP's SDK start-up, which this project does not change: the stack is
+  // painted here, below main's frame (hil_stack.h); QEMU's startup.c paints it at reset instead.
+  hil_stack_paint(HIL_STACK_PAINT_MARGIN);
+#endif
   hil_board_init();
   executorch::runtime::runtime_init();  // et_pal_init(): starts the cycle counter
   hil_printf(HIL_FMT_BANNER, hil_board_name);

@@ -4,6 +4,7 @@
  * both link scripts put `.vectors`.
  */
 #include "hw.h"
+#include "hil_stack.h"
 
 extern uint32_t __data_load[], __data_start[], __data_end[];
 extern uint32_t __bss_start[], __bss_end[];
@@ -25,6 +26,8 @@ int main(void);
 
 __attribute__((noreturn)) void hil_reset_handler(void)
 {
+    /* First of all: the unused stack painted, for the harness's high-water mark (hil_stack.h). */
+    hil_stack_paint(HIL_STACK_PAINT_MARGIN);
     /* Each configurable fault takes its own vector, as most firmware sets it up, instead of
      * escalating to HardFault: the harness's report then starts with the fault's own name. */
     SCB_SHCSR |= SHCSR_FAULTS_ENABLED;

@@ -30,6 +30,8 @@ class RunCapture:
     debug_buffer: bytes | None = None
     # The method's outputs after the last run (hil.target.tensor_io), when the plan carried inputs.
     outputs: tuple[Any, ...] | None = None
+    # The stack's high-water mark read at the breakpoint (hil.target.stack_mark.StackMark.to_dict).
+    stack: dict[str, Any] | None = None
 
 
 class Board(Protocol):

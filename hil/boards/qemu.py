@@ -29,6 +29,7 @@ from hil.target.qemu import QemuProcess, pty_opened_by_other
 from hil.target.qemu_fate import blame_qemu_first, uart_held_by_other, uart_peer
 from hil.target.run_config import run_planned
 from hil.target.serial_reader import SerialReader
+from hil.target.stack_mark import read_stack_mark
 from hil.target.tensor_io import read_outputs
 from hil.base.steps import StepTimer
 from hil.base.entry_check import file_sum
@@ -174,6 +175,7 @@ class QemuBoard:
                     gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.etdump_path
                 )
                 outputs = read_outputs(gdb, ctx, self.cfg.ram_regions) if plan.inputs is not None else None
+                stack = read_stack_mark(gdb, self.cfg.ram_regions).to_dict()
             with self._step("finish", "let the image finish"):
                 exit_code = self._park(ctx, deadline) if self.keeper is not None else self._finish(ctx, deadline)
         except TargetError as exc:
@@ -188,6 +190,7 @@ class QemuBoard:
             outputs=outputs,
             exit_code=exit_code,
             debug_buffer=debug,
+            stack=stack,
         )
 
     def close(self) -> None:

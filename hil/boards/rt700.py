@@ -31,6 +31,7 @@ from hil.target.forensics import FaultWatch
 from hil.target.gdbmi import GdbMiSession
 from hil.target.run_config import run_planned
 from hil.target.serial_reader import SerialReader
+from hil.target.stack_mark import read_stack_mark
 from hil.target.tensor_io import read_outputs
 from hil.base.steps import StepTimer
 
@@ -196,6 +197,7 @@ class Rt700Board:
                     self._gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.workdir / "trace.etdump"
                 )
                 outputs = read_outputs(self._gdb, ctx, self.cfg.ram_regions) if plan.inputs is not None else None
+                stack = read_stack_mark(self._gdb, self.cfg.ram_regions).to_dict()
             with self.timer.step("finish", "let the firmware finish"):
                 self._gdb.command("-exec-continue")
                 try:
@@ -217,6 +219,7 @@ class Rt700Board:
             exit_code=None,  # a bare-metal board has no exit status
             notes=list(self.notes),
             debug_buffer=debug,
+            stack=stack,
         )
 
     def _close_parts(self, *attrs: str) -> None:

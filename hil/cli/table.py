@@ -81,6 +81,27 @@ def _firmware(profile: Profile) -> str:
     return ""
 
 
+def _footprint_lines(profile: Profile) -> list[str]:
+    """The stack's high-water mark and the image's flash bytes (profile.json's `stack`, `code_size`)."""
+    lines = []
+    stack = profile.stack or {}
+    if stack:
+        used, size = stack.get("used_bytes"), stack.get("size_bytes")
+        if used is None:
+            lines.append(f"stack high-water mark: not measured ({stack.get('note') or 'no reason given'})")
+        else:
+            share = f" ({100.0 * used / size:.1f}%)" if size else ""
+            over = "  OVERFLOWED: the stack reached its limit" if stack.get("overflowed") else ""
+            lines.append(f"stack high-water mark: {used} of {size} B{share}{over}")
+    code = profile.code_size or {}
+    if code.get("total_bytes") is not None:
+        lines.append(f"flash (code, constants): {code['total_bytes']} B: operator kernels"
+                     f" {code.get('kernels_bytes')} B, runtime {code.get('runtime_bytes')} B")
+    elif code.get("note"):
+        lines.append(f"flash (code, constants): {code['note']}")
+    return lines
+
+
 def format_table(profile: Profile | Mapping[str, Any]) -> str:
     """Render events (name, kind, op types, p50, share of Method::execute), then the totals."""
     profile = as_profile(profile)
@@ -133,6 +154,7 @@ def format_table(profile: Profile | Mapping[str, Any]) -> str:
     numerics = numerics_line(profile.numerics)
     if numerics:
         lines.append(numerics)
+    lines += _footprint_lines(profile)
     if profile.delegated_outputs:
         lines.append(f"note: {profile.delegated_outputs}")
     lines += drift_lines(profile)

@@ -70,7 +70,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(trylast=True)  # after the main plugin wrote the environment's and the ini file's values (hil.plugin.settings)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "hil_budget(total_us=, npu_fraction_min=, ops={op type or kernel: us per event}, ops_total={op type: us summed}, modules={nn.Module path: us summed}, memory_bytes=, snr_db_min=, max_abs_error=): limits every run of the test must meet"
+        "markers", "hil_budget(total_us=, npu_fraction_min=, ops={op type or kernel: us per event}, ops_total={op type: us summed}, modules={nn.Module path: us summed}, memory_bytes=, stack_bytes_max=, snr_db_min=, max_abs_error=): limits every run of the test must meet"
     )
     check_gate_options(config)
     try:

@@ -138,6 +138,8 @@ class Profile(JsonRecord):
     warmup_iterations: int | None = None
     numerics: Mapping[str, Any] | None = None  # the outputs against eager PyTorch and the host runtime
     drift: Mapping[str, Any] | None = None  # every operator's outputs against the ETRecord (debug outputs)
+    stack: Mapping[str, Any] | None = None  # the stack's high-water mark (hil.target.stack_mark)
+    code_size: Mapping[str, Any] | None = None  # flash bytes per kernel and of the runtime (hil.analysis.code_size)
     harness_steps_s: Mapping[str, float] = field(default_factory=_empty)
     key_order: tuple[str, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=_empty)

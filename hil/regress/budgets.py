@@ -7,6 +7,7 @@ In a file:   budgets/<board>.toml, one table per model:
     total_us = 900
     npu_fraction_min = 0.6
     memory_bytes = 120000
+    stack_bytes_max = 16384            # the stack's high-water mark (profile["stack"]["used_bytes"])
     [cifar10.ops]
     "aten.convolution.default" = 200   # every event of this op type, p50 <= 200 us
     "0" = 50                           # NPU kernel "0"
@@ -42,7 +43,7 @@ from hil.records.profile_model import Event, Profile, as_profile
 from hil.regress.identity import EventLabel, event_labels, op_types_text
 
 BUDGET_KEYS = ("total_us", "npu_fraction_min", "ops", "ops_total", "modules", "memory_bytes", "memory", "snr_db_min",
-               "max_abs_error")
+               "max_abs_error", "stack_bytes_max")
 # Limits keyed by an op type or a name (`ops`, `ops_total`) or by a user's layer (`modules`).
 EVENT_GROUPS = ("ops", "ops_total", "modules")
 # The events that are work of their own: a DELEGATE_CALL holds its kernels' op types and layers too,
@@ -67,6 +68,8 @@ class Budget:
     ops_total: dict[str, float] = field(default_factory=dict)
     # The sum of the p50s of the events a user's layer ran (`conv2`; `head` holds `head.1`).
     modules: dict[str, float] = field(default_factory=dict)
+    # The stack's high-water mark, bytes (profile["stack"]["used_bytes"], hil.target.stack_mark).
+    stack_bytes_max: float | None = None
 
     @property
     def empty(self) -> bool:
@@ -92,7 +95,7 @@ class Violation:
 # Limits that are a duration or a size (or an error bound): a negative one no run can meet, so it is a
 # typo, refused as input rather than failing every test. npu_fraction_min is a share (0..1); snr_db_min
 # may be any finite number of decibels.
-NON_NEGATIVE = ("total_us", "memory_bytes", "max_abs_error", "ops", "ops_total", "modules", "memory")
+NON_NEGATIVE = ("total_us", "memory_bytes", "max_abs_error", "ops", "ops_total", "modules", "memory", "stack_bytes_max")
 
 
 def budget_limit(key: str, value: Any, source: str, group: str | None = None) -> float:
@@ -129,7 +132,7 @@ def budget_from_mapping(values: dict[str, Any], source: str) -> Budget:
     mem = number("memory_bytes")
     return Budget(number("total_us"), number("npu_fraction_min"), limits["ops"], None if mem is None else int(mem),
                   limits["memory"], source, number("snr_db_min"), number("max_abs_error"), limits["ops_total"],
-                  limits["modules"])
+                  limits["modules"], number("stack_bytes_max"))
 
 
 def check_budget_file(path: Path) -> None:
@@ -173,6 +176,7 @@ def merge_budgets(base: Budget | None, override: Budget | None) -> Budget | None
         override.max_abs_error if override.max_abs_error is not None else base.max_abs_error,
         {**base.ops_total, **override.ops_total},
         {**base.modules, **override.modules},
+        override.stack_bytes_max if override.stack_bytes_max is not None else base.stack_bytes_max,
     )
 
 
@@ -251,6 +255,11 @@ def check_budget(profile: Profile | Mapping[str, Any], budget: Budget) -> list[V
         value = memory.get(key)
         if not isinstance(value, (int, float)) or value > limit:
             found.append(Violation(f"memory {key!r}", value if isinstance(value, (int, float)) else None, limit, "B"))
+    if budget.stack_bytes_max is not None:
+        used = (profile.stack or {}).get("used_bytes")
+        if not isinstance(used, int) or used > budget.stack_bytes_max:
+            found.append(Violation("stack (high-water mark)", used if isinstance(used, int) else None,
+                                   budget.stack_bytes_max, "B", (profile.stack or {}).get("note") or ""))
     from hil.numerics.budget import numerics_violations
 
     found += [Violation(*v) for v in numerics_violations(profile.numerics, budget.snr_db_min, budget.max_abs_error)]

@@ -17,6 +17,7 @@ from hil.base import atomic, log, native_log
 from hil.config import inputs
 from hil.run import out_folder
 from hil.records.console import parse_console
+from hil.analysis.code_size import footprint_sections
 from hil.analysis.profile import TimeScale, build_profile
 from hil.aot.export import CompiledModel, is_cached
 from hil.aot.isolated import export_isolated
@@ -160,7 +161,8 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
                 console=console,
                 pte_path=out / "model.pte",
             )
-        sections: dict[str, Any] = {}  # what the run adds beside the dump, in profile.json's order
+        # What the run adds beside the dump, in profile.json's order: first the stack and flash footprint.
+        sections: dict[str, Any] = footprint_sections(image, built, capture.stack)
         if request.numerics:
             with timer.step("numerics", "compare the outputs with eager PyTorch and the host runtime"):
                 sections["numerics"] = numerics_section(run_inputs, capture.outputs, reason=reason,

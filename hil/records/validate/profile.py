@@ -16,6 +16,7 @@ from typing import Any
 from hil.records.events import KINDS, METHOD
 from hil.records.profile_model import SCHEMA
 from hil.records.validate.fields import Fields, at
+from hil.records.validate.footprint import check_code_size, check_stack
 from hil.records.validate.numerics import check_numerics
 from hil.records.validate.places import check_event_places
 
@@ -49,6 +50,8 @@ def check_profile(data: Any, path: Path | str, *, where: str = "") -> dict[str, 
     for key in ("firmware", "delegated_outputs"):
         fields.text(profile.get(key), at(where, key))
     check_numerics(fields, profile.get("numerics"), at(where, "numerics"))
+    check_stack(fields, profile.get("stack"), at(where, "stack"))
+    check_code_size(fields, profile.get("code_size"), at(where, "code_size"))
     events = fields.items(profile.get("events"), at(where, "events"), lambda e, name: check_event(fields, e, name),
                           optional=False)
     if not any(event["kind"] == METHOD for event in events):
