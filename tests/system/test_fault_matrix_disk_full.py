@@ -107,15 +107,18 @@ def test_a_full_cache_disk_at_the_compile_or_link_names_the_step_and_the_kept_lo
     assert kept["status"] == "failed" and kept["error"] == says.removeprefix("hil run: ")
 
 
+# The configure's disk stays full (the harness's own line after it cannot be logged either), or is freed as the
+# configure ends (a temporary file removed): both are the configure's full disk, read from the log or the errno.
 @needs_runtime
-def test_a_full_cache_disk_at_the_runtime_configure_names_the_step_and_the_kept_log(hil, tmp_path):
+@pytest.mark.parametrize("after", ["", "rm -f {mount}/filler; "], ids=["stays full", "freed after"])
+def test_a_full_cache_disk_at_the_runtime_configure_names_the_step_and_the_kept_log(hil, tmp_path, after):
     mount, keep = tmp_path / "cache", tmp_path / "kept"
     prefix = small_disk(mount, keep, "256m")  # the export and ExecuTorch's sources (95 MB) fit; then it is filled
     tools = tmp_path / "bin"
     tools.mkdir()
-    cmake = tools / "cmake"  # fills the cache's disk at the configure (`cmake -S ...`), then runs the real cmake
-    cmake.write_text(f'#!/bin/sh\ncase " $* " in *" -S "*) {FILL.format(mount=mount)};; esac\n'
-                     f'exec "{shutil.which("cmake")}" "$@"\n')
+    cmake, real = tools / "cmake", shutil.which("cmake")  # fills the cache's disk for the configure (`cmake -S`)
+    cmake.write_text(f'#!/bin/sh\ncase " $* " in *" -S "*) {FILL.format(mount=mount)}; "{real}" "$@"; rc=$?;'
+                     f' {after.format(mount=mount)}exit $rc;; esac\nexec "{real}" "$@"\n')
     cmake.chmod(0o755)
     hil.env.update(HIL_CACHE_DIR=str(mount), PATH=f"{tools}:{hil.env['PATH']}")
     out = tmp_path / "run"
@@ -127,5 +130,6 @@ def test_a_full_cache_disk_at_the_runtime_configure_names_the_step_and_the_kept_
             f" (log: {mount / log.relative_to(keep)})")
     assert only_line(done) == says
     assert "file write failed (No space left on device)" in log.read_text()  # CMake's own words, kept
+    assert ("[exit status 1]" in log.read_text()) == bool(after)  # the harness's line, when the disk took it
     kept = manifest(out)
     assert kept["status"] == "failed" and kept["error"] == says.removeprefix("hil run: ")
