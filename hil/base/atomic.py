@@ -125,7 +125,6 @@ def copy_error(exc: OSError, dest: Path) -> WriteError | None:
     return None
 
 
-
 def write_text(path: Path, text: str) -> Path:
     return write_bytes(path, text.encode("utf-8"))
 

@@ -1,10 +1,11 @@
 """The fault matrix, continued: a disk that fills during the run's later steps, run as a user runs it.
 
 Row 10 (test_fault_matrix_run_path.py) fills the disk at the run's first copy. These rows fill it at the
-debugger's read-out of the ETDump, at the copy of ExecuTorch's sources into the runtime cache and at the
-link of an image, each with a real tmpfs (small_disk) and the real gdb, cp and linker meeting ENOSPC; the
-moment is made certain by filling the tmpfs from a hook of the real tool (gdb's `define ... hook-memory`,
-a wrapper that runs the compiler), not by timing. Each asserts exit status 3 (the machine's fault), the
+debugger's read-out of the ETDump, at the copy of ExecuTorch's sources into the runtime cache, and at the
+configure, compile or link of an image, each on a real tmpfs (small_disk) where the real gdb, copy, CMake,
+compiler and linker meet ENOSPC. The moment is made certain by filling the tmpfs from a hook of the real tool
+(gdb's `define dump binary hook-memory`, a wrapper script that fills it and runs the real cmake or gcc), never
+by timing, and each fails within seconds of its start. Each asserts exit status 3 (the machine's fault), the
 one `hil run:` line naming the path or step and ENOSPC, the manifest where its disk has room, the logs kept.
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 from runtime_workspace import needs_runtime
