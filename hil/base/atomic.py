@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -17,6 +18,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from hil.base.errors import WriteError
+
+# The errno inside an error's text (a shutil.Error row holds only str(OSError)).
+_ERRNO = re.compile(r"\[Errno (\d+)\]")
 
 
 def umask() -> int:
@@ -79,6 +83,46 @@ def _publish(path: Path, fill: Callable[[IO[bytes]], object]) -> Path:
             Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def room_error(path: Path, size: int) -> WriteError | None:
+    """Why `size` bytes could not go to `path`, when another program wrote it short and said nothing:
+    gdb's `dump` fills a file through stdio, so a full disk leaves it short (often empty) with no error.
+    The same number of bytes is written beside it and removed: the WriteError naming `path` and the
+    errno (ENOSPC, EDQUOT, ...) that write met, or None when the disk takes them (the cause lies elsewhere)."""
+    path = Path(path)
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.room.", dir=path.parent)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(bytes(size))
+            handle.flush()
+            os.fsync(handle.fileno())  # a file system that reserves room only at write-back says so here
+    except OSError as exc:
+        return WriteError.if_write_error(OSError(exc.errno, exc.strerror), path)
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    return None
+
+
+def copy_error(exc: OSError, dest: Path) -> WriteError | None:
+    """A failed copy into `dest` (shutil.copytree, copyfile) as a WriteError naming `dest` and the errno, when a
+    write failed for want of room or permission (ENOSPC, EDQUOT, EROFS, EFBIG); None for any other cause.
+
+    copytree goes on past each file it cannot copy and raises one shutil.Error listing them all, each as
+    (source, destination, text), the errno only inside the text: a full disk made it a 2 MB traceback.
+    """
+    if isinstance(exc, shutil.Error):
+        rows = exc.args[0] if exc.args and isinstance(exc.args[0], list) else []
+        codes = [int(found.group(1)) for row in rows if (found := _ERRNO.search(str(row[-1] if row else "")))]
+    else:
+        codes = [exc.errno] if exc.errno is not None else []
+    for code in codes:
+        error = WriteError.if_write_error(OSError(code, os.strerror(code)), dest)
+        if error is not None:
+            return error
+    return None
 
 
 def write_text(path: Path, text: str) -> Path:

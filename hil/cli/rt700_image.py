@@ -63,7 +63,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         run_logged(command, cwd=out, log=log, timeout=BUILD_TIMEOUT_S)
     except BuildCommandError as exc:
-        raise BuildError(f"the RT700 image of {pte} was not built: `make ... firmware` {exc.reason} (log: {log})") from None
+        from hil.firmware.build_faults import disk_full
+
+        cause = disk_full(log, "build") or f"`make ... firmware` {exc.reason}"
+        raise BuildError(f"the RT700 image of {pte} was not built: {cause} (log: {log})") from None
     shutil.copyfile(out / "build" / ELF_NAME, out / ELF_NAME)
     print(out / ELF_NAME)
     print(f"run it with: hil run --board rt700 --model {args.model} --elf {out / ELF_NAME} --out RUN_DIR")

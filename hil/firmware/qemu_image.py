@@ -24,6 +24,7 @@ from hil.base.atomic import make_public_dir
 from hil.base.cache_entry import served
 from hil.base.entry_check import seal
 from hil.base.errors import BuildError
+from hil.firmware.build_faults import disk_full, refused_write
 from hil.firmware.toolchain import BuildCommandError, compiler_version, find_arm_gcc, run_logged
 from hil.base.paths import FIRMWARE_DIR, cache_dir
 
@@ -170,7 +171,16 @@ def build_qemu_image(
         _write_inputs(work, etdump, console, runs)
         run_logged(_compile_command(gcc, defines), cwd=work, log=work / LOG_NAME, timeout=BUILD_TIMEOUT_S)
     except BuildCommandError as exc:
-        raise exc.moved(_keep_failed(work, root / f"{key}.failed") / LOG_NAME) from exc
+        kept = _keep_failed(work, root / f"{key}.failed") / LOG_NAME
+        full = disk_full(kept, "build")  # one gcc call compiles and links
+        raise (BuildError(f"QEMU replay image {key[:16]}: {full} (log: {kept})") if full else exc.moved(kept)) from exc
+    except OSError as exc:  # an input or the log refused by a full (or read-only) disk
+        if refused_write(exc, work / LOG_NAME, "build") is None:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        kept = _keep_failed(work, root / f"{key}.failed") / LOG_NAME
+        full = refused_write(exc, kept, "build")
+        raise BuildError(f"QEMU replay image {key[:16]}: {full} (log: {kept})") from exc
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

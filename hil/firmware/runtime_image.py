@@ -39,12 +39,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hil.base.atomic import make_public_dir
+from hil.base.atomic import copy_error, copy_file, make_public_dir
 from hil.base.cache_entry import served
 from hil.base.entry_check import seal
 from hil.base.errors import BuildError, EnvironmentFault
 from hil.firmware.image_generated import write_generated
 from hil.firmware.qemu_firmware import RUNTIME_TICK_MHZ
+from hil.firmware.build_faults import disk_full, refused_write
 from hil.firmware.runtime_libraries import record_libraries, repair_libraries
 from hil.firmware.runtime_sources import entry_flatc, file_sha256, sync_firmware
 from hil.firmware.toolchain import BuildCommandError, compiler_version, find_arm_gcc, run_logged
@@ -140,7 +141,7 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
         flatc = entry_flatc(flatc, root)
         model = root / "models" / f"{image_key[:24]}.pte"
         model.parent.mkdir(exist_ok=True)
-        shutil.copyfile(pte, model)
+        copy_file(pte, model)  # a disk that refuses it: one line naming `model` (shutil's error names `pte`)
         try:
             generated = None if ask_cmake else write_generated(model, root / "executorch", tick_mhz=RUNTIME_TICK_MHZ,
                                                                npu_clock_mhz=float(options.get(
@@ -150,14 +151,22 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
         log = root / "images" / f"{image_key[:24]}.{LOG_NAME}"
         log.parent.mkdir(exist_ok=True)
         log.unlink(missing_ok=True)
+        step = "configure"
         try:
             configure = _configure_command(source, root, build, model, flatc, options) + (
                 generated.cmake_options() if generated is not None else ["-UHIL_KERNEL_LIST", "-UHIL_SIM_TABLE_SOURCE"])
             run_logged(configure, cwd=root, log=log, timeout=CONFIGURE_TIMEOUT_S)
+            step = "build"
             run_logged(["cmake", "--build", str(build), "--target", "hil_qemu_runtime", "--parallel",
                         str(jobs or os.cpu_count() or 2)], cwd=root, log=log, timeout=BUILD_TIMEOUT_S)
         except BuildCommandError as exc:
-            raise BuildError(f"QEMU runtime image for {pte}: {_first_error(log) or exc.reason} (log: {log})") from exc
+            cause = disk_full(log, step) or _first_error(log) or exc.reason
+            raise BuildError(f"QEMU runtime image for {pte}: {cause} (log: {log})") from exc
+        except OSError as exc:  # the log refused the harness's own line: a full (or read-only) disk
+            cause = refused_write(exc, log, step)
+            if cause is None:
+                raise
+            raise BuildError(f"QEMU runtime image for {pte}: {cause} (log: {log})") from exc
         record_libraries(root, build)
         _publish(build / ELF_NAME, final)
         for made in (model, *(() if generated is None else (generated.kernel_list, generated.sim_table))):
@@ -204,8 +213,15 @@ def _prepare_runtime(root: Path, sources: RuntimeSources) -> Path:
         shutil.rmtree(private, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(prefix=".executorch.", dir=root))
         shutil.rmtree(tmp)
-        shutil.copytree(sources.executorch, tmp, symlinks=True, ignore=_not_for_the_build)
-        (tmp / ".hil-copied").write_text(str(sources.executorch), encoding="utf-8")
+        try:
+            shutil.copytree(sources.executorch, tmp, symlinks=True, ignore=_not_for_the_build)
+            (tmp / ".hil-copied").write_text(str(sources.executorch), encoding="utf-8")
+        except OSError as exc:  # shutil.Error too: a full disk fails every file after the first
+            shutil.rmtree(tmp, ignore_errors=True)  # no half copy left, taking the room or served later
+            error = copy_error(exc, private)
+            if error is None:
+                raise
+            raise error from None
         os.rename(tmp, private)
     return root / "build"
 
@@ -257,8 +273,12 @@ def _publish(elf: Path, final: Path) -> None:
     """Copy the ELF into its image folder in one rename, so a reader never sees half of it."""
     final.parent.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".image.", dir=final.parent.parent))
-    shutil.copyfile(elf, work / ELF_NAME)
-    seal(work)  # the ELF's size and sha256, recorded once it is whole
+    try:
+        copy_file(elf, work / ELF_NAME)
+        seal(work)  # the ELF's size and sha256, recorded once it is whole
+    except OSError:  # a full disk: no half entry left behind
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     make_public_dir(work)
     try:
         os.rename(work, final.parent)

@@ -21,6 +21,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from hil.base.atomic import copy_error
 from hil.records.manifest import sha256_file as file_sha256
 
 # The firmware folders a runtime image's configure and build read (qemu/runtime/CMakeLists.txt,
@@ -69,13 +70,19 @@ def entry_flatc(flatc: Path | None, entry: Path) -> Path | None:
 
 
 def _write_atomically(target: Path, blob: bytes, mode: int = 0o644) -> None:
-    """Write `blob` to `target` in one rename, so a crash never leaves half a source in the entry."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    """Write `blob` to `target` in one rename, so a crash never leaves half a source in the entry; a disk that
+    refuses it is a WriteError naming `target` (a file object's write names none)."""
+    tmp: str | None = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
         with os.fdopen(fd, "wb") as stream:
             stream.write(blob)
         os.chmod(tmp, mode)
         os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        error = copy_error(exc, target) if isinstance(exc, OSError) else None  # a write names no file
+        if error is None:
+            raise
+        raise error from None

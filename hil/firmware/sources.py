@@ -13,6 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from hil.base.atomic import copy_error
 from hil.base.errors import HilError, InputError
 from hil.config.inputs import writable_folder
 from hil.base.paths import FIRMWARE_DIR
@@ -46,6 +47,10 @@ def copy_sources(out: Path, *, force: bool = False) -> list[Path]:
                 shutil.rmtree(dest)
             shutil.copytree(FIRMWARE_DIR / part, dest, ignore=_SKIP)
         except OSError as exc:
+            full = copy_error(exc, dest)  # a full disk: one line naming dest and the errno, not copytree's list
+            if full is not None:
+                shutil.rmtree(dest, ignore_errors=True)  # the half copy this call made: no build starts from it
+                raise full from None
             raise HilError(f"cannot copy the firmware sources to {dest}: {exc.strerror or exc}"
                            + (f" ({exc.filename})" if exc.filename else "")) from exc
         copied.append(dest)

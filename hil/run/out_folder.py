@@ -11,6 +11,9 @@ used to become the current folder, where that removal deleted a user's own model
   manifest.json lists it with the same sha256, or the journal `.hil-run.owned` (written before a
   run creates anything, removed once its manifest is written) says a run that never finished
   (SIGKILL, a full disk) was writing it. Any other such file stops the run before any work.
+- `.hil-run.reserve` holds room for the manifest: written when the run claims the folder, removed
+  just before the manifest is written, so a disk that fills during the run (the debugger's dump, a
+  log) still takes the manifest saying so.
 - `.hil-dump-*.partial` files are the debugger's half-written read-outs: no run holding the folder
   means none is being written, so any command that opens the run folder removes them.
 """
@@ -31,6 +34,9 @@ from hil.run.folder import LOCK_NAME
 JOURNAL_NAME = ".hil-run.owned"
 JOURNAL_SCHEMA = "et-hil/run-owned/1"
 PARTIAL_GLOB = ".hil-dump-*.partial"
+RESERVE_NAME = ".hil-run.reserve"
+# Room kept for the manifest (a failed run's is ~5 KB; error.txt beside it), in blocks of any file system.
+RESERVE_BYTES = 64 * 1024
 
 
 def named_folder(text: str | os.PathLike[str], what: str = "--out") -> Path:
@@ -125,6 +131,15 @@ def claim(folder: Path, names: Iterable[str]) -> None:
     atomic.write_json(folder / JOURNAL_NAME, {"schema": JOURNAL_SCHEMA, "files": sorted(names)})
     for name in names:
         (folder / name).unlink(missing_ok=True)
+    try:
+        atomic.write_bytes(folder / RESERVE_NAME, bytes(RESERVE_BYTES))
+    except OSError:
+        pass  # a disk this full fails the run's first write, which names the file
+
+
+def release_reserve(folder: Path) -> None:
+    """The room claim() kept: given back, for the manifest that follows."""
+    (Path(folder) / RESERVE_NAME).unlink(missing_ok=True)
 
 
 def settled(folder: Path) -> None:

@@ -222,12 +222,17 @@ def _record_error(provenance: dict[str, Any], out: Path, exc: BaseException) -> 
 def _write_manifest_last(folder: RunFolder, provenance: dict[str, Any]) -> None:
     """manifest.json however the run ended; once written it says which files are the run's (the
     journal goes). A manifest that cannot be written fails a run that passed; a failed run keeps its
-    own error (the journal stays, so the next run still knows the files are a run's)."""
+    own error (the journal stays, so the next run still knows the files are a run's), which says the manifest
+    is missing too when the error is a full disk's. The room kept since claim() is given back first."""
+    out_folder.release_reserve(folder.path)
     try:
         folder.write_manifest(provenance)
     except OSError as exc:
+        missing = WriteError.from_os(exc, folder.path / "manifest.json")
         if provenance.get("status") == "passed":
-            raise WriteError.from_os(exc, folder.path / "manifest.json") from exc
+            raise missing from exc
+        if provenance.get("error_kind") == WriteError.__name__:  # still one line: the run's error, then this
+            raise WriteError(missing.errno, f"{provenance['error']}; {missing} too", missing.filename) from exc
         return
     out_folder.settled(folder.path)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from pygdbmi.IoManager import IoManager
 
-from hil.base.atomic import file_mode, write_bytes
+from hil.base.atomic import file_mode, room_error, write_bytes
 from hil.base.errors import TargetError, TimeoutExpired
 from hil.target.mi_records import StopEvent, mi_quote, render, stop_event
 from hil.target.process import TERMINATE_GRACE_S, ManagedProcess
@@ -301,6 +301,9 @@ class GdbMiSession:
     def dump_memory(self, address: int, size: int, path: Path, timeout: float = 60.0) -> Path:
         """Write [address, address+size) to `path` with gdb's `dump binary memory`, whole or not at all.
 
+        A dump the disk refused (gdb says nothing, or only that the write failed) is a WriteError naming
+        `path` and the errno (hil.base.atomic.room_error), the machine's fault, not the target's.
+
         gdb 13 takes the file name up to the first blank and keeps quotes literally, so the dump
         goes to a blank-free temporary file that is then moved into place.
         """
@@ -312,10 +315,17 @@ class GdbMiSession:
         os.close(fd)
         partial = Path(name)
         try:
-            self.console(f"dump binary memory {partial} 0x{address:x} 0x{address + size:x}", timeout)
+            try:
+                self.console(f"dump binary memory {partial} 0x{address:x} 0x{address + size:x}", timeout)
+            except TargetError as exc:
+                refused = room_error(path, size)
+                if refused is None:
+                    raise
+                raise refused from exc
             written = partial.stat().st_size
-            if written != size:
-                raise TargetError(
+            if written != size:  # gdb's stdio drops a write the disk refused and answers ^done
+                partial.unlink()
+                raise room_error(path, size) or TargetError(
                     f"{self.name}: dump wrote {written} of {size} bytes at 0x{address:08x}"
                     f" (transcript: {self.transcript_path})"
                 )

@@ -254,7 +254,12 @@ class SerialReader:
         if log is None or self.log_error is not None:
             return
         try:
-            log.write(data)  # unbuffered: on disk at once
+            view = memoryview(data)
+            while view:  # unbuffered: on disk at once; a disk that fills mid-write takes a part, then says why
+                written = log.write(view)
+                if not written:
+                    break
+                view = view[written:]
         except OSError as exc:
             self.log_error = exc
 

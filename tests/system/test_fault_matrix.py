@@ -9,7 +9,8 @@ tests/system/test_fault_matrix_run_path.py; a signal in each other step (import,
 test_fault_matrix_signals.py; inputs and budgets a user feeds a run, test_fault_matrix_inputs.py; files
 handed back to `hil` damaged or foreign, test_fault_matrix_readers.py; a damaged cache entry (a truncated
 model.pte or runtime ELF, a damaged replay image or runtime library, a read-only cache),
-test_fault_matrix_cache.py.
+test_fault_matrix_cache.py; a disk that fills at the ETDump's read-out, the source copy, the configure, compile
+or link, test_fault_matrix_disk_full.py.
 """
 
 from __future__ import annotations

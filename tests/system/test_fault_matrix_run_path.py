@@ -10,13 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 from orphans import processes_tagged
+from small_disk import small_disk
 from test_fault_matrix import REPO, RUN, Hil, first_line, hil, manifest, variant  # noqa: F401  (fixtures)
 
 # Files a user may keep under the names a run writes: an unset $OUT must not cost them.
@@ -104,22 +104,7 @@ def test_a_model_that_exits_interrupts_or_hangs_is_the_models_fault(hil, tmp_pat
 
 # --- row 10: a full disk --------------------------------------------------------------------------
 
-# The run sees a 512 KiB tmpfs in a mount namespace of its own: model.pte (357 KiB) fits, etrecord.bin
-# (781 KiB) does not. The namespace (and its tmpfs) ends with the command, so the shell copies the
-# folder out first, for the test to read.
-SMALL_DISK = ('mnt=$1; keep=$2; shift 2; mount -t tmpfs -o size=512k tmpfs "$mnt" || exit 97; "$@"; rc=$?;'
-              ' cp -a "$mnt"/. "$keep"/; exit $rc')
-
-
-def small_disk(mount: Path, keep: Path) -> tuple[str, ...]:
-    mount.mkdir()
-    keep.mkdir()
-    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "true"], capture_output=True,
-                           timeout=30, check=False)
-    if probe.returncode != 0:
-        pytest.skip(f"no mount namespace for a small tmpfs: {probe.stderr.decode().strip()}")
-    return ("unshare", "--user", "--map-root-user", "--mount", "sh", "-c", SMALL_DISK, "sh", str(mount), str(keep))
-
+# The run sees a 512 KiB tmpfs (small_disk): model.pte (357 KiB) fits, etrecord.bin (781 KiB) does not.
 
 def test_a_full_disk_is_one_line_naming_the_file_and_errno_and_what_was_written_stays_whole(hil, tmp_path):
     from hil.aot.export import export_model

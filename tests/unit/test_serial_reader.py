@@ -203,3 +203,40 @@ def test_the_result_line_is_read_whole_though_it_arrives_in_pieces(server, tmp_p
     finally:
         reader.close()
     assert (checked.address, checked.size, checked.crc32) == (0x38000000, 1832, 0x0BADF00D)
+
+
+# In a child whose files may hold 100 bytes (RLIMIT_FSIZE: the kernel's own short write, then EFBIG), a console on
+# a pseudo-terminal (a real tty, whose reads take all that waits, as a USB serial port's do): the log must take the
+# 100 bytes it can and say why it stops, not drop the rest of a write without a word (a socket's reads are 1 byte).
+SHORT_DISK = """
+import json, os, resource, signal, sys, time
+from pathlib import Path
+from hil.target.serial_reader import SerialReader
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+board, port = os.openpty()
+with SerialReader(os.ttyname(port), Path(sys.argv[1])) as reader:
+    os.write(board, b"a" * 90)
+    while reader.bytes_read < 90:
+        time.sleep(0.01)
+    time.sleep(0.2)  # the reader waits in its next read
+    os.write(board, b"b" * 60)  # one write: all 60 wait for the reader's next read, 10 fit the log
+    deadline = time.monotonic() + 10
+    while reader.bytes_read < 150 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    error = reader.log_error
+print(json.dumps({"read": reader.bytes_read, "errno": error.errno if error else None}))
+"""
+
+
+def test_a_log_whose_disk_fills_mid_write_keeps_what_fit_and_says_why(tmp_path: Path) -> None:
+    import errno
+    import json
+    import subprocess
+    import sys
+
+    log = tmp_path / "serial.log"
+    done = subprocess.run([sys.executable, "-c", SHORT_DISK, str(log)], capture_output=True, text=True, timeout=60,
+                          check=True, cwd=Path(__file__).resolve().parents[2])
+    assert json.loads(done.stdout) == {"read": 150, "errno": errno.EFBIG}, done.stderr
+    assert log.read_bytes() == b"a" * 90 + b"b" * 10
