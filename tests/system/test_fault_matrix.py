@@ -9,7 +9,8 @@ tests/system/test_fault_matrix_run_path.py; a signal in each other step (import,
 test_fault_matrix_signals.py; inputs and budgets a user feeds a run, test_fault_matrix_inputs.py; files
 handed back to `hil` damaged or foreign, test_fault_matrix_readers.py; a damaged cache entry (a truncated
 model.pte or runtime ELF, a damaged replay image or runtime library, a read-only cache),
-test_fault_matrix_cache.py.
+test_fault_matrix_cache.py; a model's code that forks, exits or prints where the numerics references are
+computed, test_fault_matrix_references.py.
 """
 
 from __future__ import annotations
