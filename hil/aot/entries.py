@@ -1,11 +1,13 @@
 """Where an exported model lives in the cache, and which entry may be served: no torch here.
 
 Layout: `<cache>/models/<name>-<static16>/<variant16>/` with model.pte, etrecord.bin, inputs.pt,
-meta.json, reads.json and sha256.json (what each file held, checked by every read: hil.base.entry_check). The static key (hil.aot.export.cache_key: model file, local imports,
-declared data files, options, versions) picks the folder; inside it, one variant per set of run-time
-reads (hil.aot.reads), named by their digest. A lookup serves the first variant whose reads all
-still hold, so switching a variable back and forth hits both models, and two sessions exporting the
-same inputs at once publish the same variant name: the first rename wins and both are the same.
+meta.json, reads.json and sha256.json (what each file held, checked by every read: hil.base.entry_check),
+and the numerics references in `references/` (sealed on their own: hil.aot.references). The static key
+(hil.aot.export.cache_key: model file, local imports, declared data files, options, versions) picks the
+folder; inside it, one variant per set of run-time reads (hil.aot.reads), named by their digest. A lookup
+serves the first variant whose reads all still hold, so switching a variable back and forth hits both
+models, and two sessions exporting the same inputs at once publish the same variant name: the first
+rename wins and both are the same.
 
 An export whose reads cannot be checked again (a socket, ...) is published as `uncached-<random>`:
 used by the run that made it, never served to another; such leftovers older than a day are removed.

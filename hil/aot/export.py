@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hil.base import paths
-from hil.aot import entries, follow
+from hil.base import native_log, paths
+from hil.aot import entries, follow, references
 from hil.aot.cache import ContentKey, package_versions, publish_dir, staging_dir
 from hil.aot.entries import ETRECORD_NAME, INPUTS_NAME, META_NAME, PTE_NAME
 from hil.aot.models import ModelSource, ResolvedSpec, load_model, resolve_spec
@@ -50,7 +50,8 @@ VERSIONED_PACKAGES = ("torch", "executorch", "et-hil")
 # leaves the other delegates' cache entries valid.
 _AOT_DIR = Path(__file__).resolve().parent
 _PIPELINE_FILES = tuple(_AOT_DIR / name for name in ("export.py", "models.py", "cache.py", "cifarnet.py",
-                                                      "entries.py", "reads.py", "follow.py"))
+                                                      "entries.py", "reads.py", "follow.py",
+                                                      "references.py"))
 
 
 @dataclass(frozen=True)
@@ -274,7 +275,10 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
     """Export for real, write the five files into `folder`, and return the meta and the reads written.
 
     The model's code (its file's top level, the factory, its forward while traced) runs inside a
-    recording (hil.aot.follow): what it reads becomes the entry's reads.json.
+    recording (hil.aot.follow): what it reads becomes the entry's reads.json. The numerics references of
+    the example inputs (hil.aot.references) are computed here too, where the model's code already runs
+    (the export's child, for a user's model), and kept in the entry: the eager outputs from the eval-mode
+    module before any lowering or quantization touches it, the host runtime's from the program made.
     """
     import torch
 
@@ -285,6 +289,7 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
     keyed = (folder, *resolved.source_files, *resolved.dependencies)
     with follow.recording(model_file, ignore=keyed) as recorded:
         source = load_model(spec)
+        eager = _eager_outputs(source)
         plan = lowering.factory(source, options)
         program, edge = _lower(source, plan, delegate)
     reads = recorded.result()
@@ -295,6 +300,11 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
     write_bytes(folder / PTE_NAME, program.buffer)
     program.get_etrecord().save(str(folder / ETRECORD_NAME))
     torch.save(tuple(source.example_inputs), folder / INPUTS_NAME)
+    # Outside a run (`hil export`, the export's child) the runtime's own lines go to the entry, off the terminal.
+    with native_log.logged_to(native_log.current_log() or folder / native_log.LOG_NAME):
+        host = references.host_reference(program.buffer, source.example_inputs, delegate)
+    made = references.References(eager, host)
+    references.store(folder, references.inputs_digest(source.example_inputs), made)
     meta = {
         "schema": META_SCHEMA,
         "name": source.name,
@@ -320,6 +330,15 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
     write_json(folder / META_NAME, meta)
     seal(folder)  # last: an entry with its record is one whose files were all written
     return meta, reads
+
+
+def _eager_outputs(source: ModelSource) -> tuple["torch.Tensor", ...]:
+    """The eager reference of the example inputs; a forward that fails on them is the model's fault."""
+    try:
+        return references.eager_outputs(source.module, source.example_inputs)
+    except Exception as exc:
+        raise ModelError(f"the eager run of model '{source.name}' ({', '.join(map(str, source.source_files))})"
+                         f" on its example inputs failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _lower(source: ModelSource, plan: LoweringPlan, delegate: str) -> tuple[Any, Any]:

@@ -2,8 +2,10 @@
 
 Two references, both computed on the host from the same inputs: the eager PyTorch model (what the
 model means) and the host ExecuTorch runtime running the same `.pte` (what the program computes with
-portable kernels; only for CPU-only programs, since the host has no NPU backend). The profile's
-`numerics` section is built here and only here (`numerics_section`), a plain JSON-able dict.
+portable kernels; only for CPU-only programs, since the host has no NPU backend). They are computed
+where the model's code may run, never in this process for a user's model, and kept in the export's cache
+entry (hil.aot.references); this module only compares. The profile's `numerics` section is built here and
+only here (`numerics_section`), a plain JSON-able dict.
 
 Where no outputs are computed the section says why instead of giving numbers: the QEMU replay image
 replays an ETDump and runs no kernel; a simulated-Neutron program's delegate calls take modelled
@@ -25,6 +27,7 @@ from hil.records.tensors import (InputTensor, check_inputs, load_inputs_file, no
 if TYPE_CHECKING:
     import torch
 
+    from hil.aot.references import References
     from hil.target.tensor_io import OutputTensor
 
 REPLAY_REASON = "replay image"
@@ -84,9 +87,20 @@ def has_tensor_io(elf: Path) -> bool:
     return bool(read_elf(elf).symbols_named(IO_SYMBOL))
 
 
-def numerics_section(inputs: RunInputs | None, outputs: "tuple[OutputTensor, ...] | None", *, reason: str | None,
-                     model: str, pte: Path, delegate: str) -> dict[str, Any]:
-    """The profile's `numerics` section: the target's outputs against eager PyTorch and the host runtime."""
+def wants_references(inputs: RunInputs | None, outputs: "tuple[OutputTensor, ...] | None", *,
+                     reason: str | None) -> bool:
+    """Whether numerics_section compares with references: outputs were read, and all of them are finite."""
+    if reason is not None or inputs is None or outputs is None:
+        return False
+    target = [tensor_from_bytes(o.data, o.spec) for o in outputs if o.spec is not None]
+    return not _non_finite_outputs(outputs, target)
+
+
+def numerics_section(inputs: RunInputs | None, outputs: "tuple[OutputTensor, ...] | None",
+                     refs: "References | None", *, reason: str | None) -> dict[str, Any]:
+    """The profile's `numerics` section: the target's outputs against eager PyTorch and the host runtime.
+
+    `refs` are the references of `inputs` (hil.aot.references), needed only when `wants_references`."""
     section: dict[str, Any] = {"inputs": inputs.describe() if inputs is not None else None}
     if reason is not None or inputs is None or outputs is None:
         return {"status": NOT_COMPUTED, "reason": reason or "no outputs were read", **section}
@@ -94,9 +108,11 @@ def numerics_section(inputs: RunInputs | None, outputs: "tuple[OutputTensor, ...
     broken = _non_finite_outputs(outputs, target)
     if broken:
         return {"status": COMPUTED, **section, **broken}
-    references: dict[str, list["torch.Tensor"] | str] = {"eager": eager_outputs(model, inputs.torch_inputs)}
-    references["host_runtime"] = (host_runtime_outputs(pte, inputs.torch_inputs) if delegate == "none"
-                                  else f"not run: the host runtime has no {delegate} backend")
+    if refs is None:
+        raise ValueError("numerics_section: finite outputs to compare, and no references given")
+    references: dict[str, list["torch.Tensor"] | str] = {
+        "eager": list(refs.eager),
+        "host_runtime": refs.host_runtime if isinstance(refs.host_runtime, str) else list(refs.host_runtime)}
     per_output: list[dict[str, Any]] = [
         {"index": o.index, "dtype": o.spec.dtype_name, "shape": list(o.spec.shape)} for o in outputs if o.spec is not None
     ]
@@ -148,38 +164,3 @@ def write_outputs(path: Path, outputs: "tuple[OutputTensor, ...]") -> Path:
     buffer = io.BytesIO()
     torch.save(tuple(tensor_from_bytes(o.data, o.spec) for o in outputs if o.spec is not None), buffer)
     return atomic.write_bytes(path, buffer.getvalue())
-
-
-def eager_outputs(model: str, inputs: tuple["torch.Tensor", ...]) -> list["torch.Tensor"]:
-    """The eager PyTorch model's outputs (its tensors, flattened in order) on `inputs`."""
-    import torch
-
-    from hil.aot.models import load_model
-
-    module = load_model(model).module
-    with torch.no_grad():
-        return _tensors(module(*inputs))
-
-
-def host_runtime_outputs(pte: Path, inputs: tuple["torch.Tensor", ...]) -> list["torch.Tensor"]:
-    """The host ExecuTorch runtime's outputs of `pte` (portable kernels) on `inputs`."""
-    from executorch.runtime import Runtime
-
-    from hil.base.native_log import native_lines
-
-    data = Path(pte).read_bytes()  # kept referenced while the program lives: the binding does not copy it
-    with native_lines(f"numerics: load and run {Path(pte).name} on the host runtime"):
-        program = Runtime.get().load_program(data)
-        result = program.load_method("forward").execute(list(inputs))
-        del program
-    return _tensors(result)
-
-
-def _tensors(value: Any) -> list["torch.Tensor"]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value.detach().clone()]
-    if isinstance(value, (tuple, list)):
-        return [t for item in value for t in _tensors(item)]
-    return []

@@ -21,13 +21,15 @@ from hil.analysis.code_size import footprint_sections
 from hil.analysis.profile import TimeScale, build_profile
 from hil.aot.export import CompiledModel, is_cached
 from hil.aot.isolated import export_isolated
+from hil.aot.references import References, references_for
 from hil.boards import open_board
 from hil.boards.base import RunCapture
 from hil.records.profile_model import Profile
 from hil.base.errors import HilError, InputError, WriteError
 from hil.firmware.qemu_firmware import choice_record
 from hil.records.manifest import is_simulated, sha256_file
-from hil.numerics.check import SIM_NPU_REASON, RunInputs, numerics_section, skip_reason, write_outputs
+from hil.numerics.check import (SIM_NPU_REASON, RunInputs, numerics_section, skip_reason, wants_references,
+                                 write_outputs)
 from hil.base.progress import Progress, Within
 from hil.run.folder import RUN_FILES, RunFolder, board_provenance, finish_profile
 from hil.run.image import prepare_image
@@ -59,6 +61,17 @@ def _run_inputs(request: RunRequest, compiled: CompiledModel, pte: Path) -> RunI
 
     return run_inputs(pte, load_inputs(compiled), request.model, request.inputs_file,
                       allow_nonfinite=request.allow_nonfinite_inputs)
+
+
+def _references(request: RunRequest, compiled: CompiledModel, checked: CheckedRequest,
+                run_inputs: RunInputs | None, log_path: Path) -> References:
+    """The numerics references of the run's inputs (hil.aot.references): from the export's cache entry (the
+    export stored those of the example inputs), else computed where the model's code may run (a child with
+    the export's deadline, its output in export.log, for a user's model) and stored there."""
+    assert run_inputs is not None  # wants_references holds
+    return references_for(request.model, compiled.pte_path.parent, compiled.pte_path, run_inputs.torch_inputs,
+                          checked.delegate, timeout_s=checked.export_timeout_s,
+                          log_path=log_path)
 
 
 def _import_frameworks(timer: StepTimer) -> None:
@@ -165,8 +178,9 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
         sections: dict[str, Any] = footprint_sections(image, built, capture.stack)
         if request.numerics:
             with timer.step("numerics", "compare the outputs with eager PyTorch and the host runtime"):
-                sections["numerics"] = numerics_section(run_inputs, capture.outputs, reason=reason,
-                                                        model=request.model, pte=out / "model.pte", delegate=delegate)
+                refs = (_references(request, compiled, checked, run_inputs, out / "export.log")
+                        if wants_references(run_inputs, capture.outputs, reason=reason) else None)
+                sections["numerics"] = numerics_section(run_inputs, capture.outputs, refs, reason=reason)
             provenance["numerics"] = sections["numerics"]  # no dump holds it: `hil inspect RUN_DIR` takes it from here
         if request.debug_outputs:
             sections["drift"] = _drift(out, compiled, capture, checked, request, timer,

@@ -125,7 +125,11 @@ def check_request(request: RunRequest, report: Callable[[str], None] | None = No
     if request.delegate is not None and request.delegate not in (*available_delegates(), "auto"):
         raise InputError(f"unknown delegate '{request.delegate}'; available: {', '.join(available_delegates())}, auto")
     delegate = choose_delegate(request, report, board.delegate)
-    if request.inputs_file is not None and request.numerics:  # a missing or foreign file, before the import
+    if request.inputs_file is not None and not request.numerics:  # else the file was silently ignored
+        raise InputError(f"--inputs {request.inputs_file} with --no-numerics: the inputs are written by the numerics"
+                         " check, so the file would be ignored (the image keeps its fill byte); drop one of the two"
+                         " (pytest: --hil-inputs with hil_profile(numerics=False))")
+    if request.inputs_file is not None:  # a missing or foreign file, before the import
         check_inputs_path(request.inputs_file)
     elf = firmware_elf(cfg, resolved.name, delegate, board.elf)
     if elf is not None:  # the breakpoint, result and handshake symbols are in it, or nothing starts

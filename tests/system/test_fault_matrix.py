@@ -10,7 +10,9 @@ test_fault_matrix_signals.py; inputs and budgets a user feeds a run, test_fault_
 handed back to `hil` damaged or foreign, test_fault_matrix_readers.py; a damaged cache entry (a truncated
 model.pte or runtime ELF, a damaged replay image or runtime library, a read-only cache),
 test_fault_matrix_cache.py; a disk that fills at the ETDump's read-out, the source copy, the configure, compile
-or link, test_fault_matrix_disk_full.py.
+or link, test_fault_matrix_disk_full.py;
+a model's code that forks, exits or prints where the numerics references are
+computed, test_fault_matrix_references.py.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import torch
 
 from hil.base.errors import InputError
 from hil.numerics.budget import numerics_violations
-from hil.numerics.check import RunInputs, numerics_section
+from hil.numerics.check import RunInputs, numerics_section, wants_references
 from hil.numerics.gate import output_snr
 from hil.records.numerics_section import numerics_line
 from hil.records.tensors import ProgramIO, TensorSpec, check_inputs, check_inputs_path, load_inputs_file, tensor_bytes
@@ -49,12 +49,12 @@ def test_integer_inputs_are_never_non_finite() -> None:
     assert len(checked) == 2
 
 
-def test_nan_outputs_read_as_outputs_not_finite_never_as_top1_100_percent(tmp_path: Path) -> None:
+def test_nan_outputs_read_as_outputs_not_finite_never_as_top1_100_percent() -> None:
     out = torch.tensor([[torch.nan, torch.nan, torch.inf]])  # 2 NaN, 1 infinity
     outputs = (OutputTensor(0, TensorSpec(6, (1, 3)), tensor_bytes(out)),)
     inputs = RunInputs("file x.pt", (), (torch.zeros(2, 4),))
-    section = numerics_section(inputs, outputs, reason=None, model="no such model", pte=tmp_path / "m.pte",
-                               delegate="none")  # no reference is run: the model is never loaded
+    assert not wants_references(inputs, outputs, reason=None)  # no reference is needed: the model is never run
+    section = numerics_section(inputs, outputs, None, reason=None)
     assert section["non_finite_outputs"] == [{"index": 0, "dtype": "float32", "shape": [1, 3], "nan": 2, "inf": 1}]
     assert numerics_line(section) == "numerics: outputs not finite (output 0: 2 NaN, 1 infinite)"
     assert "top1_agreement" not in section["vs_eager"] and section["vs_eager"]["snr_db"] is None
