@@ -29,15 +29,13 @@ from _common import load_line  # noqa: E402
 
 REPO = HERE.parent
 BARE = "import executorch.devtools, executorch.exir"
-# The bare process also says how long its import statement alone took (no start-up, no exit).
-BARE_TIMED = f"import time; t = time.perf_counter(); {BARE}; print(time.perf_counter() - t)"
 TIMEOUT_S = 600
 
 
-def hil_argv(out: Path, model: str) -> list[str]:
+def hil_argv(out: Path, model: str, delegate: str | None = None) -> list[str]:
     """`hil run` as a user runs it, from this checkout (`python -m hil.cli.main` with the repository first on the path)."""
     return [sys.executable, "-m", "hil.cli.main", "run", "--board", "qemu", "--model", model, "--out", str(out),
-            "--iterations", "1", "-q"]
+            "--iterations", "1", "-q", *(("--delegate", delegate) if delegate else ())]
 
 
 def env() -> dict[str, str]:
@@ -78,10 +76,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--model", default="cifar10")
+    parser.add_argument("--delegate", default=None,
+                        help="e.g. none: the CPU-only run, whose numerics check compares with eager PyTorch and the "
+                             "host runtime (from the export's cache entry when warm)")
+    parser.add_argument("--bare", default=BARE, help=f"the bare side's import statement (default: {BARE})")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="hil-warm-run-") as tmp:
         out = Path(tmp) / "run"
-        bare_argv, run_argv = [sys.executable, "-c", BARE_TIMED], hil_argv(out, args.model)
+        bare_timed = f"import time; t = time.perf_counter(); {args.bare}; print(time.perf_counter() - t)"
+        bare_argv, run_argv = [sys.executable, "-c", bare_timed], hil_argv(out, args.model, args.delegate)
         timed(run_argv)  # fills the caches
         bare, runs, statement, cpu, steps = [], [], [], defaultdict(list), defaultdict(list)
         for _ in range(args.repeats):
@@ -97,7 +100,8 @@ def main() -> None:
                 runs[-1] - sum(v[-1] for k, v in steps.items() if not k.startswith("(")))
         imports = {"bare": imports_by_package(bare_argv), "hil run": imports_by_package(run_argv)}
     b, r = statistics.median(bare), statistics.median(runs)
-    print(f"warm `hil run --model {args.model} --iterations 1` on the QEMU board against a bare `{BARE}`")
+    shown = f" --delegate {args.delegate}" if args.delegate else ""
+    print(f"warm `hil run --model {args.model}{shown} --iterations 1` on the QEMU board against a bare `{args.bare}`")
     print(f"  bare imports              median {b:6.2f} s wall, {statistics.median(cpu['bare']):6.2f} s CPU "
           f"({len(bare)} runs, interleaved)")
     print(f"  hil run                   median {r:6.2f} s wall, {statistics.median(cpu['hil run']):6.2f} s CPU "
