@@ -14,6 +14,7 @@
  * differs between boards is behind board_glue.h.
  */
 #include <cstdint>
+#include <new>
 
 #include <executorch/devtools/etdump/etdump_flatcc.h>
 #include <executorch/extension/data_loader/buffer_data_loader.h>
@@ -26,6 +27,7 @@
 #include <executorch/runtime/platform/runtime.h>
 
 #include "board_glue.h"
+#include "etdump_frames.h"
 #include "hil_config.h"
 #include "hil_console.h"
 #include "hil_crc32.h"
@@ -136,6 +138,27 @@ bool take_run_config(uint32_t& iterations, uint32_t& warmup) {
   return true;
 }
 
+/*
+ * The streamed transport (hil_etdump_stream): print this batch's inference times and its ETDump in
+ * frames, then start a fresh ETDumpGen over the same buffer for the next batch. A new one, not
+ * ETDumpGen::reset(): reset() rewinds the flatcc builder but not the static allocator's write
+ * cursor, so every batch would eat into the buffer. The method keeps its pointer to `etdump`: the
+ * object is replaced in place. Returns the dump's size (0: no dump).
+ */
+size_t stream_batch(ETDumpGen& etdump, hil_frame_stream& stream, uint32_t count) {
+  for (uint32_t k = 0; k < count; ++k) {
+    hil_printf(HIL_FMT_INFERENCE_TIME, static_cast<unsigned>(g_inference_us[k]));
+  }
+  ETDumpResult result = etdump.get_etdump_data();
+  if (result.buf == nullptr || result.size == 0) {
+    return 0;
+  }
+  hil_emit_etdump(&stream, static_cast<const uint8_t*>(result.buf), result.size, count);
+  etdump.~ETDumpGen();
+  new (&etdump) ETDumpGen(Span<uint8_t>(g_etdump_buffer, sizeof(g_etdump_buffer)));
+  return result.size;
+}
+
 }  // namespace
 
 int main(void) {
@@ -215,6 +238,18 @@ int main(void) {
   hil::take_inputs(inputs, HIL_INPUT_FILL_BYTE);
   hil_printf(HIL_MSG_INPUTS_PREPARED);
 
+  // Streamed: one dump per batch of at most max_runs runs (none fits in a debug buffer's offsets).
+  const bool streamed = hil_etdump_stream != 0U;
+  const uint32_t batch = streamed ? hil_run_config.max_runs : warmup + iterations;
+  if (streamed && (batch == 0U || HIL_DEBUG_BUFFER_SIZE > 0)) {
+    return fail("ETDump stream (no run fits the ETDump buffer, or a debug buffer is built in)", Error::NotSupported);
+  }
+  if (streamed) {
+    hil_printf(HIL_FMT_STREAM_START, static_cast<unsigned>(batch));
+  }
+  hil_frame_stream stream = {0U, 0U};
+  size_t streamed_peak = 0;
+
   hil_printf(HIL_MSG_STARTING);
   const uint32_t runs = warmup + iterations;
   for (uint32_t i = 0; i < runs; ++i) {
@@ -230,7 +265,15 @@ int main(void) {
     if (err != Error::Ok) {
       return fail("Method::execute", err);
     }
-    g_inference_us[i] = ticks_to_us(start, end);
+    g_inference_us[i % batch] = ticks_to_us(start, end);
+    if (streamed && ((i + 1U) % batch == 0U || i + 1U == runs)) {
+      const uint32_t count = (i % batch) + 1U;
+      const size_t size = stream_batch(etdump, stream, count);
+      if (size == 0) {
+        return fail("get_etdump_data (no ETDump: is ET_EVENT_TRACER_ENABLED set?)", Error::NotFound);
+      }
+      streamed_peak = size > streamed_peak ? size : streamed_peak;
+    }
   }
   hil_printf(HIL_MSG_EXECUTED);
   if (!hil::publish_outputs(method.get())) {  // read by the harness at hil_etdump_ready
@@ -245,6 +288,14 @@ int main(void) {
   hil_printf(HIL_FMT_MODEL_SIZE, static_cast<unsigned>(model_pte_len),
          static_cast<unsigned>(model_pte_len));
   hil_printf(HIL_FMT_OUTPUTS, static_cast<unsigned>(method->outputs_size()));
+  if (streamed) {  // the times went out with their batches; the outputs are read at hil_etdump_ready
+    print_usage("etdump_buffer", static_cast<unsigned>(sizeof(g_etdump_buffer)), static_cast<unsigned>(streamed_peak));
+    hil_printf(HIL_FMT_STREAM_END, static_cast<unsigned>(stream.dumps), static_cast<unsigned>(stream.frames),
+               static_cast<unsigned>(runs));
+    hil_publish_etdump(nullptr, 0);
+    hil_printf(HIL_MSG_PROGRAM_COMPLETE);
+    return 0;
+  }
   for (uint32_t i = 0; i < runs; ++i) {  // warm-up runs first, as in the ETDump
     hil_printf(HIL_FMT_INFERENCE_TIME, static_cast<unsigned>(g_inference_us[i]));
   }

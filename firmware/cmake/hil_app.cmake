@@ -24,6 +24,7 @@ set(HIL_APP_SOURCES
   ${HIL_FIRMWARE_DIR}/app/io_tables.cpp
   ${HIL_FIRMWARE_DIR}/app/pal.cpp
   ${HIL_FIRMWARE_DIR}/app/hil_console.c
+  ${HIL_FIRMWARE_DIR}/app/etdump_frames.c
   ${HIL_FIRMWARE_DIR}/app/newlib_shims.c
   ${HIL_FIRMWARE_DIR}/common/hil_result.c
   ${HIL_FIRMWARE_DIR}/common/hil_io.c

@@ -68,6 +68,26 @@
 #define HIL_FMT_RESULT_BUF "Result buf: 0x%x, size: %u, crc32: 0x%x" HIL_EOL
 /* The same for the debug buffer of an image built with one (HIL_DEBUG_BUFFER_SIZE > 0), printed first. */
 #define HIL_FMT_DEBUG_BUF "Debug buf: 0x%x, size: %u, crc32: 0x%x" HIL_EOL
+/*
+ * The ETDump streamed over the console (hil_etdump_stream set, hil_result.h): after every batch of
+ * runs that fits the ETDump buffer, that batch's ETDump, as
+ *   HIL etdump <dump> begin: runs <n>, size <bytes>, crc32 0x<crc of the whole dump>
+ *   HIL frame <seq> <bytes> 0x<crc32 of these bytes> <base64 of at most HIL_FRAME_BYTES bytes>
+ *   ...
+ *   HIL etdump <dump> end: <frames> frames
+ * and once all runs are done the stream's end line. Sequence numbers count the frames of the whole
+ * run from 0, so a lost, repeated or reordered frame shows; each frame's CRC-32 (hil_crc32.h) shows
+ * a corrupted one. Base64 (RFC 4648, with padding): text any console passes unchanged.
+ * hil.records.etdump_frames decodes them; the batches' run data are merged into one ETDump.
+ */
+#define HIL_FRAME_BYTES 180
+#define HIL_FMT_STREAM_START "HIL etdump stream: at most %u runs per dump" HIL_EOL
+#define HIL_FMT_DUMP_BEGIN "HIL etdump %u begin: runs %u, size %u, crc32 0x%x" HIL_EOL
+#define HIL_FMT_FRAME "HIL frame %u %u 0x%x %s" HIL_EOL
+#define HIL_FMT_DUMP_END "HIL etdump %u end: %u frames" HIL_EOL
+#define HIL_FMT_STREAM_END "HIL etdump stream end: %u dumps, %u frames, %u runs" HIL_EOL
+#define HIL_STREAM_SYMBOL "hil_etdump_stream"
+
 #define HIL_MSG_PROGRAM_COMPLETE "Program complete, exiting." HIL_EOL
 
 /* Failure: what failed and the ExecuTorch error code (or 0); then the firmware stops. */

@@ -14,6 +14,7 @@
 __attribute__((used)) volatile struct hil_etdump_result_t hil_etdump_result;
 __attribute__((used)) volatile struct hil_etdump_result_t hil_debug_result;
 __attribute__((used)) volatile struct hil_run_config_t hil_run_config = {0u, 0u, 0u, HIL_MAX_RUNS};
+__attribute__((used)) volatile uint32_t hil_etdump_stream;
 
 /*
  * noipa: the optimiser may not inline, clone or drop them, so a breakpoint on either name always
@@ -38,7 +39,8 @@ int hil_take_run_config(uint32_t *iterations, uint32_t *warmup)
     hil_run_config.magic = 0u;
     const uint32_t runs = hil_run_config.iterations;
     const uint32_t warm = hil_run_config.warmup;
-    if (runs == 0u || warm > hil_run_config.max_runs || runs > hil_run_config.max_runs - warm) {
+    const uint32_t limit = hil_etdump_stream != 0u ? UINT32_MAX : hil_run_config.max_runs;
+    if (runs == 0u || warm > limit || runs > limit - warm) {
         return -1;
     }
     *iterations = runs;

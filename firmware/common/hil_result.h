@@ -47,6 +47,15 @@ struct hil_run_config_t {
 /* volatile: the debugger writes it while the core is halted; every read must reach memory. */
 extern volatile struct hil_run_config_t hil_run_config;
 
+/*
+ * The ETDump transport, written by the harness at the same stop as hil_run_config (before .magic):
+ * 0 (the default) for one ETDump read out through the debugger at hil_etdump_ready, so the runs are
+ * bounded by max_runs; non-zero for an ETDump streamed over the console in frames, one dump per
+ * batch of at most max_runs runs (hil_protocol.h, HIL_FMT_FRAME), so only time bounds the count.
+ * A firmware that cannot stream leaves it unreferenced; the harness then finds no such symbol.
+ */
+extern volatile uint32_t hil_etdump_stream;
+
 struct hil_etdump_result_t {
     void *buf;
     size_t size;
@@ -60,7 +69,8 @@ extern volatile struct hil_etdump_result_t hil_debug_result;
 /*
  * Stop at `hil_config_ready` for the harness, then take the configuration: returns 1 and sets
  * *iterations / *warmup when the harness wrote a valid one, 0 (outputs untouched) when nobody did,
- * -1 when what was written is out of range (0 iterations, or more than max_runs in all).
+ * -1 when what was written is out of range (0 iterations, or more than max_runs in all; with
+ * hil_etdump_stream set, max_runs bounds one dump, not the run, so any count of 32 bits is taken).
  * The magic is cleared after reading, so a later reset without a debugger is not mistaken for one with it.
  */
 int hil_take_run_config(uint32_t *iterations, uint32_t *warmup);

@@ -21,7 +21,8 @@ from hil.config.board_config import BoardConfig
 from hil.drift.readout import DEBUG_FILE, read_out_debug_buffer
 from hil.base.errors import BoardConfigError, TargetError, TargetFault, TimeoutExpired
 from hil.base.progress import Progress
-from hil.target.capture import RunContext, raise_if_fault, read_out_etdump
+from hil.target.capture import RunContext, raise_if_fault
+from hil.target.etdump_stream import read_out
 from hil.target.forensics import FaultWatch
 from hil.target.gdbmi import GdbMiSession
 from hil.target.ports import LOOPBACK
@@ -162,6 +163,7 @@ class QemuBoard:
         self._parked = False
         ctx = RunContext(self.name, self.cfg.breakpoint, serial, self.mi_log, self.image,
                          faults=FaultWatch(self.cfg.fault_handlers), fault_path=self.workdir / "fault.json")
+        start = len(serial.text)  # a streamed ETDump's frames come after this (this boot's lines)
         try:
             with self._step("run_to_breakpoint", f"run {plan.describe()} to {self.cfg.breakpoint}"):
                 gdb.reset(str(self.cfg.get("qemu.reset_monitor", "system_reset")))
@@ -170,10 +172,9 @@ class QemuBoard:
             if plan.debug_outputs:  # its console line comes first, so it is read first
                 with self._step("read_debug_buffer", "read the debug outputs out of the target's RAM"):
                     debug = read_out_debug_buffer(gdb, ctx, self.cfg.ram_regions, self.workdir / DEBUG_FILE)
-            with self._step("read_etdump", "read the ETDump out of the target's RAM"):
-                result, etdump = read_out_etdump(
-                    gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.etdump_path
-                )
+            with self._step("read_etdump", "read the ETDump (out of the target's RAM, or from the console's frames)"):
+                result, etdump, check = read_out(gdb, ctx, plan.stream, self.cfg.result_expr, self.cfg.ram_regions,
+                                                 self.etdump_path, start, timeout=max(1.0, _left(deadline)))
                 outputs = read_outputs(gdb, ctx, self.cfg.ram_regions) if plan.inputs is not None else None
                 stack = read_stack_mark(gdb, self.cfg.ram_regions).to_dict()
             with self._step("finish", "let the image finish"):
@@ -186,7 +187,7 @@ class QemuBoard:
             etdump=etdump,
             result_addr=result.address,
             steps_s=dict(self.steps_s),
-            crc32=result.crc_record(etdump),
+            crc32=check,
             outputs=outputs,
             exit_code=exit_code,
             debug_buffer=debug,

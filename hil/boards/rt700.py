@@ -26,7 +26,8 @@ from hil.base.progress import Progress
 from hil.probe.gdbserver import PyocdGdbServer, end_stale_gdbservers
 from hil.probe.lock import ProbeLock
 from hil.probe.pyocd_flash import FlashReport, ProbeSettings, flash_image, is_remote, resolve_probe_id
-from hil.target.capture import RunContext, read_out_etdump
+from hil.target.capture import RunContext
+from hil.target.etdump_stream import read_out
 from hil.target.forensics import FaultWatch
 from hil.target.gdbmi import GdbMiSession
 from hil.target.run_config import run_planned
@@ -180,6 +181,7 @@ class Rt700Board:
             raise TargetError(f"board '{self.cfg.name}': run() before flash(): nothing is on the target")
         deadline = time.monotonic() + timeout
         serial = self._serial
+        start = len(serial.text)  # a streamed ETDump's frames come after this (this boot's lines)
         try:
             self.attach()
             assert self._gdb is not None
@@ -193,9 +195,9 @@ class Rt700Board:
                 debug = None
                 if plan.debug_outputs:  # its console line comes first, so it is read first
                     debug = read_out_debug_buffer(self._gdb, ctx, self.cfg.ram_regions, self.workdir / DEBUG_FILE)
-                result, etdump = read_out_etdump(
-                    self._gdb, ctx, self.cfg.result_expr, self.cfg.ram_regions, self.workdir / "trace.etdump"
-                )
+                result, etdump, check = read_out(self._gdb, ctx, plan.stream, self.cfg.result_expr,
+                                                 self.cfg.ram_regions, self.workdir / "trace.etdump", start,
+                                                 timeout=max(1.0, deadline - time.monotonic()))
                 outputs = read_outputs(self._gdb, ctx, self.cfg.ram_regions) if plan.inputs is not None else None
                 stack = read_stack_mark(self._gdb, self.cfg.ram_regions).to_dict()
             with self.timer.step("finish", "let the firmware finish"):
@@ -214,7 +216,7 @@ class Rt700Board:
             etdump=etdump,
             result_addr=result.address,
             steps_s=dict(self.steps_s),
-            crc32=result.crc_record(etdump),
+            crc32=check,
             outputs=outputs,
             exit_code=None,  # a bare-metal board has no exit status
             notes=list(self.notes),

@@ -133,12 +133,16 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
         "result_expr": text(non_empty=True),
         "timeout_s": POSITIVE_S,
         "fault_handlers": list_of("function names", lambda v: isinstance(v, str) and bool(v)),
+        # How the ETDump leaves the target (hil.config.etdump_bound): read through the debugger, or framed on the console.
+        "etdump_transport": choice("gdb", "console", "auto"),
     },
     "memory": {
         "ram": list_of("[start, size] pairs of whole numbers (size > 0)", _ram_pair),
         "program_bytes": integer(above=0),
         "planned_bytes": integer(above=0),
         "debug_buffer_bytes": integer(above=0),
+        # The firmware's ETDump buffer (HIL_ETDUMP_BUFFER_SIZE): with the gdb transport it bounds the run count.
+        "etdump_buffer_bytes": integer(above=0),
     },
     "limits": {
         "max_runs": integer(above=0),

@@ -43,7 +43,7 @@ MODEL_ALIGN = 16  # hil.firmware.model_array aligns the array to 16 bytes
 PROTOCOL_MARKERS = (
     "Result buf:", "Run config:", "Inference time:", "Core/NPU Frequency:", "Model Size:", "Model Addr:",
     " Addr: ", "_used: Total", "Debug buf:", "HIL error:", "Setting up planned buffer", "Model buffer loaded",
-    "Running method", "outputs:", "et-hil profiling firmware", "Inputs: ",
+    "Running method", "outputs:", "et-hil profiling firmware", "Inputs: ", "HIL etdump ", "HIL frame ",
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 

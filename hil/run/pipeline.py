@@ -146,6 +146,11 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
         if run_inputs is not None and reason in (None, SIM_NPU_REASON):  # an image that takes inputs gets them
             checked = replace(checked, plan=replace(checked.plan, inputs=run_inputs.tensors,
                                                     ram=tuple(request.board.ram_regions)))
+        # Streamed or read out (hil.config.etdump_bound); a replay image's host-made ETDump is always read out.
+        stream = bool(prepared.transport and prepared.transport["stream"])
+        checked = replace(checked, plan=replace(checked.plan, stream=stream))
+        if prepared.transport is not None:
+            provenance["etdump_transport"] = prepared.transport
         image, simulation = prepared.elf, prepared.simulation
         # The QEMU runtime image really runs the program; replays and simulated boards say so.
         simulated = is_simulated(request.board.kind, prepared.firmware)

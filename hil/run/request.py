@@ -14,7 +14,9 @@ The run-count limit is static: the image's real `max_runs` is only known once it
 run-configuration handshake reads it and still refuses a larger plan), but both et-hil firmwares
 take it from HIL_MAX_RUNS (firmware/common/hil_result.h, default 1000: the RT700 firmware keeps one
 inference time per run in a static array of that length, the replay image refuses more), so a board
-file states it as `[limits].max_runs` and a plan above it is refused before the export.
+file states it as `[limits].max_runs` and a plan above it is refused before the export. The ETDump buffer's
+bound (gdb transport) depends on the program: hil.config.etdump_bound checks it once the .pte exists, before
+any image is built.
 """
 
 from __future__ import annotations
@@ -120,7 +122,8 @@ def check_request(request: RunRequest, report: Callable[[str], None] | None = No
         raise BoardConfigError(f"board '{cfg.name}' ({cfg.source}): unknown kind '{cfg.kind}' (known: {', '.join(KINDS)})")
     board = cfg.run_settings(BOARD_DEFAULTS)  # a board file's clock that is no positive number fails here
     timeout, export_timeout_s, jitter_share = _checked_numbers(request, board)
-    plan = RunPlan(request.iterations, request.warmup, debug_outputs=request.debug_outputs)
+    plan = RunPlan(request.iterations, request.warmup, debug_outputs=request.debug_outputs,
+                   stream=_streamed(request))
     resolved = resolve_spec(request.model)
     if request.delegate is not None and request.delegate not in (*available_delegates(), "auto"):
         raise InputError(f"unknown delegate '{request.delegate}'; available: {', '.join(available_delegates())}, auto")
@@ -137,6 +140,18 @@ def check_request(request: RunRequest, report: Callable[[str], None] | None = No
 
         check_run_symbols(elf, cfg)
     return CheckedRequest(plan, timeout, delegate, jitter_share, elf, export_timeout_s)
+
+
+def _streamed(request: RunRequest) -> bool:
+    """Whether the board file streams the ETDump over the console (hil.config.etdump_bound); refused with the
+    debug outputs, whose offsets into one debug buffer hold only for one dump."""
+    from hil.config.etdump_bound import TRANSPORT_KEY, transport
+
+    stream = transport(request.board) == "console"  # "auto" decides once the program's bound is known
+    if stream and request.debug_outputs:
+        raise InputError(f"board '{request.board.name}' streams the ETDump ({TRANSPORT_KEY} = \"console\"): the debug "
+                         "outputs (--hil-debug-outputs) need the gdb transport, one dump read through the debugger")
+    return stream
 
 
 def _checked_numbers(request: RunRequest, board: RunSettings) -> tuple[float, float, float]:

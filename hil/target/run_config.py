@@ -29,6 +29,8 @@ from hil.target.gdbmi import GdbMiSession, StopEvent
 # HIL_RUN_CONFIG_SYMBOL, HIL_RUN_CONFIG_MAGIC); a firmware that has them has them under these names.
 CONFIG_BREAKPOINT = "hil_config_ready"
 CONFIG_SYMBOL = "hil_run_config"
+# The streamed transport's switch (HIL_STREAM_SYMBOL): set, the image prints its ETDump in frames (hil.target.etdump_stream).
+STREAM_SYMBOL = "hil_etdump_stream"
 RUN_CONFIG_MAGIC = 0x314C4948  # "HIL1"
 # A `HIL error:` line the firmware printed after taking the configuration (why it stopped early).
 _HIL_ERROR = re.compile(r"^.*HIL error:.*$", re.M)
@@ -46,6 +48,8 @@ class RunPlan:
     inputs: tuple[InputTensor, ...] | None = field(default=None, compare=False, repr=False)
     # Where the board's RAM is: every input buffer the image names must lie inside it.
     ram: tuple[MemoryRegion, ...] = field(default=(), compare=False, repr=False)
+    # The ETDump comes over the console in frames, a dump per batch (`[debug].etdump_transport = "console"`).
+    stream: bool = False
 
     def __post_init__(self) -> None:
         whole_number(self.iterations, "iterations", at_least=1)
@@ -58,7 +62,8 @@ class RunPlan:
 
     def describe(self) -> str:
         debug = ", debug outputs" if self.debug_outputs else ""
-        return f"iterations {self.iterations}, warm-up {self.warmup}{debug}"
+        stream = ", ETDump streamed over the console" if self.stream else ""
+        return f"iterations {self.iterations}, warm-up {self.warmup}{debug}{stream}"
 
 
 def run_planned(
@@ -103,7 +108,7 @@ def configure_run(gdb: GdbMiSession, ctx: RunContext, plan: RunPlan, timeout: fl
         max_runs = gdb.evaluate_int(f"{CONFIG_SYMBOL}.max_runs")
     except TargetError as exc:
         raise here.failure(f"cannot read {CONFIG_SYMBOL}.max_runs: {exc}") from exc
-    if plan.runs > max_runs:
+    if plan.runs > max_runs and not plan.stream:  # streamed, max_runs bounds one dump (a batch), not the run
         raise here.failure(
             f"the plan needs {plan.runs} runs ({plan.describe()}) but the image holds at most {max_runs}"
             f" ({CONFIG_SYMBOL}.max_runs); nothing was written"
@@ -111,6 +116,9 @@ def configure_run(gdb: GdbMiSession, ctx: RunContext, plan: RunPlan, timeout: fl
     try:
         gdb.write_int(f"{CONFIG_SYMBOL}.iterations", plan.iterations)
         gdb.write_int(f"{CONFIG_SYMBOL}.warmup", plan.warmup)
+        if plan.stream:
+            _require_stream(gdb, here)
+            gdb.write_int(STREAM_SYMBOL, 1)
         gdb.write_int(f"{CONFIG_SYMBOL}.magic", RUN_CONFIG_MAGIC)  # last: it makes the rest valid
     except TargetError as exc:
         raise here.failure(f"cannot write the run configuration ({plan.describe()}): {exc}") from exc
@@ -156,6 +164,17 @@ def _require_handshake(gdb: GdbMiSession, ctx: RunContext, rebuild: str) -> int:
     except TargetError as exc:
         raise predates(exc) from exc
     return number
+
+
+def _require_stream(gdb: GdbMiSession, ctx: RunContext) -> None:
+    """The image can stream its ETDump (it has `hil_etdump_stream`), or the run stops here, naming the board-file key."""
+    try:
+        gdb.evaluate_int(f"sizeof({STREAM_SYMBOL})")
+    except TargetError as exc:
+        raise ctx.failure(
+            f"image {gdb.elf} has no {STREAM_SYMBOL}: it cannot stream its ETDump over the console, which the board"
+            f" file asks for (debug.etdump_transport = \"console\"); rebuild it, or use the gdb transport [gdb: {exc}]"
+        ) from exc
 
 
 def _echo_problem(said: RunConfig, line: str, plan: RunPlan) -> str | None:
