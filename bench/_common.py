@@ -9,9 +9,10 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -77,3 +78,39 @@ def report(title: str, a_name: str, a: list[float], b_name: str, b: list[float])
     print(f"  {b_name:<40} median {mb * 1000:9.1f} ms  ({len(b)} runs, interleaved)")
     print(f"  ratio {b_name} / {a_name}: {mb / ma:.2f}")
     print(f"  {load_line()}")
+
+
+@contextmanager
+def stopped_at_the_dump(payload: bytes, label: str, work: Path) -> Iterator[tuple[Any, int, int]]:
+    """A replay image holding `payload` as its ETDump, on QEMU, configured at hil_config_ready as the harness
+    does and stopped at the ETDump breakpoint: (the gdb session, the dump's address, its size). Both ETDump
+    benches (etdump_readout.py, etdump_stream.py) read the dump from here."""
+    from hil.config.board_config import load_board_config
+    from hil.firmware.qemu_image import build_qemu_image
+    from hil.target.gdbmi import GdbMiSession
+    from hil.target.ports import LOOPBACK
+    from hil.target.qemu import QemuProcess
+    from hil.target.run_config import RUN_CONFIG_MAGIC
+
+    elf = build_qemu_image(payload, [label], runs=1)
+    cfg = load_board_config("qemu")
+    qemu = QemuProcess("qemu-system-arm", cfg.require("qemu.machine"), cfg.get("qemu.cpu"), work / "qemu.log")
+    qemu.start()
+    gdb = GdbMiSession(cfg.gdb, elf, work / "mi.log")
+    try:
+        gdb.connect(LOOPBACK, qemu.gdb_port)
+        gdb.download()
+        gdb.reset()
+        gdb.break_insert("hil_config_ready", temporary=True)
+        gdb.continue_until_stop(30)
+        for field, value in (("iterations", 1), ("warmup", 0), ("magic", RUN_CONFIG_MAGIC)):
+            gdb.write_int(f"hil_run_config.{field}", value)
+        gdb.break_insert(cfg.breakpoint)
+        stop = gdb.continue_until_stop(30)
+        assert stop.reason == "breakpoint-hit", stop.describe()
+        addr, size = gdb.evaluate_int("hil_etdump_result.buf"), gdb.evaluate_int("hil_etdump_result.size")
+        assert size == len(payload), (size, len(payload))
+        yield gdb, addr, size
+    finally:
+        gdb.close()
+        qemu.close()

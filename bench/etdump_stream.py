@@ -18,15 +18,10 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from _common import interleaved, load_line, once
+from _common import interleaved, load_line, once, stopped_at_the_dump
 
 from hil.config.board_config import load_board_config
-from hil.firmware.qemu_image import build_qemu_image
 from hil.records.etdump_frames import decode_stream
-from hil.target.gdbmi import GdbMiSession
-from hil.target.ports import LOOPBACK
-from hil.target.qemu import QemuProcess
-from hil.target.run_config import RUN_CONFIG_MAGIC
 
 SIZE = 1 << 20
 FRAME_BYTES = 180  # HIL_FRAME_BYTES
@@ -52,33 +47,12 @@ def framed(payload: bytes) -> str:
 
 def gdb_dump_seconds(payload: bytes, decode: object, repeats: int) -> tuple[list[float], list[float]]:
     """The GDB read-out of `payload` from QEMU and `decode()`, each `repeats` times, in turns."""
-    elf = build_qemu_image(payload, ["et-hil stream benchmark"], runs=1)
-    cfg = load_board_config("qemu")
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        qemu = QemuProcess("qemu-system-arm", cfg.require("qemu.machine"), cfg.get("qemu.cpu"), work / "qemu.log")
-        qemu.start()
-        gdb = GdbMiSession(cfg.gdb, elf, work / "mi.log")
-        try:
-            gdb.connect(LOOPBACK, qemu.gdb_port)
-            gdb.download()
-            gdb.reset()
-            gdb.break_insert("hil_config_ready", temporary=True)
-            gdb.continue_until_stop(30)
-            for field, value in (("iterations", 1), ("warmup", 0), ("magic", RUN_CONFIG_MAGIC)):
-                gdb.write_int(f"hil_run_config.{field}", value)
-            gdb.break_insert(cfg.breakpoint)
-            stop = gdb.continue_until_stop(30)
-            assert stop.reason == "breakpoint-hit", stop.describe()
-            addr, size = gdb.evaluate_int("hil_etdump_result.buf"), gdb.evaluate_int("hil_etdump_result.size")
-            assert size == len(payload)
-            out = work / "dump.bin"
-            gdb.dump_memory(addr, size, out)
-            assert out.read_bytes() == payload  # the untimed call of the GDB side
-            return interleaved(lambda: gdb.dump_memory(addr, size, out), decode, repeats, warm_up=False)
-        finally:
-            gdb.close()
-            qemu.close()
+    with tempfile.TemporaryDirectory() as tmp, stopped_at_the_dump(payload, "et-hil stream benchmark",
+                                                                   Path(tmp)) as (gdb, addr, size):
+        out = Path(tmp) / "dump.bin"
+        gdb.dump_memory(addr, size, out)
+        assert out.read_bytes() == payload  # the untimed call of the GDB side
+        return interleaved(lambda: gdb.dump_memory(addr, size, out), decode, repeats, warm_up=False)
 
 
 def main() -> None:

@@ -6,30 +6,17 @@ tests/system/test_etdump_stream.py."""
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from executorch.devtools.etdump import schema_flatcc as fb
 from executorch.devtools.etdump.serialize import deserialize_from_etdump_flatcc
 from test_etdump_frames import FRAME_BYTES, frame, stream, text
-from test_serial_reader import ConsoleServer
+from test_serial_reader import console  # noqa: F401  (the fixture: a socket console and its run context)
 
 from hil.base.errors import TargetError
 from hil.records.etdump_flatc import serialize_etdump
-from hil.target.capture import RunContext
 from hil.target.etdump_stream import read_streamed_etdump
-from hil.target.ports import free_tcp_port
-from hil.target.serial_reader import SerialReader
-
-
-@pytest.fixture
-def console(tmp_path: Path) -> Iterator[tuple[ConsoleServer, RunContext]]:
-    server = ConsoleServer(free_tcp_port()).listen()
-    reader = SerialReader(f"socket://127.0.0.1:{server.port}", tmp_path / "serial.log").start()
-    yield server, RunContext("qemu", "hil_etdump_ready", reader, tmp_path / "mi.log", tmp_path / "firmware.elf")
-    reader.close()
-    server.hang_up()
 
 
 def etdump(name: str, start: int, runs: int) -> bytes:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hil.base.errors import TargetError, TimeoutExpired
+from hil.target.capture import RunContext
 from hil.target.ports import free_tcp_port
 from hil.target.serial_reader import SerialReader
 
@@ -52,6 +54,17 @@ class ConsoleServer:
             if sock is not None:
                 sock.close()
         self.client = self.listener = None
+
+
+@pytest.fixture
+def console(tmp_path: Path) -> Iterator[tuple[ConsoleServer, RunContext]]:
+    """A console served over a real socket and the run context a read-out takes (for test_tensor_io.py and
+    test_etdump_stream.py, which import it)."""
+    server = ConsoleServer(free_tcp_port()).listen()
+    reader = SerialReader(f"socket://127.0.0.1:{server.port}", tmp_path / "serial.log").start()
+    yield server, RunContext("qemu", "hil_etdump_ready", reader, tmp_path / "mi.log", tmp_path / "firmware.elf")
+    reader.close()
+    server.hang_up()
 
 
 @pytest.fixture

@@ -8,28 +8,15 @@ firmware on QEMU is in tests/system/test_numerics_qemu.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
-from test_serial_reader import ConsoleServer
+from test_serial_reader import console  # noqa: F401  (the fixture: a socket console and its run context)
 
 from hil.base.errors import InputError, TargetError
 from hil.records.tensors import ProgramIO, TensorSpec, check_inputs, tensor_from_bytes
-from hil.target.capture import RunContext
-from hil.target.ports import free_tcp_port
-from hil.target.serial_reader import SerialReader
 from hil.target.tensor_io import check_inputs_echo
-
-
-@pytest.fixture
-def console(tmp_path: Path) -> Iterator[tuple[ConsoleServer, RunContext]]:
-    server = ConsoleServer(free_tcp_port()).listen()
-    reader = SerialReader(f"socket://127.0.0.1:{server.port}", tmp_path / "serial.log").start()
-    yield server, RunContext("qemu", "hil_etdump_ready", reader, tmp_path / "mi.log", tmp_path / "firmware.elf")
-    reader.close()
-    server.hang_up()
 
 
 def test_the_echo_of_the_inputs_written_passes(console) -> None:
