@@ -7,7 +7,9 @@ compile. Now each build command leads a session that dies with it (hil.target.se
 One run per moment, the same small model each time (a killed build publishes no image, so every run builds
 it again): at the configure (a child of `cmake -S` is running), at the compile (cc1 or cc1plus under
 ninja) and at the link (collect2 or ld). The moment is read from the process table: every process the
-run starts carries the test's HIL_SESSION_TAG (tests/system/orphans.py). None may be alive 2 s later.
+run starts carries the test's HIL_SESSION_TAG (tests/system/orphans.py). The processes of that moment
+are stopped (SIGSTOP: this small image's steps are over in a second, a real build's are not), `hil` is
+SIGKILLed, and none of the run's processes may be alive 2 s later.
 
 Cheap: the runtime's libraries are not built. The shared cache's runtime folder (content-keyed: the one
 these sources and this compiler build) is copied, and the copy is bind-mounted over that folder in a
@@ -45,9 +47,10 @@ BIND = 'mount --bind "$1" "$2" || exit 97; shift 2; exec "$@"'
 
 
 def configuring(procs: list[Tagged]) -> list[Tagged]:
-    """Children of the configuring cmake (`cmake -S ...`): what cmake's own death signal never reached."""
+    """Children of the configuring cmake (`cmake -S ...`), what cmake's own death signal never reached, but its
+    session's watcher (a `sh`, hil.target.session_guard)."""
     cmakes = {proc.pid for proc in procs if proc.comm == "cmake" and " -S " in proc.cmdline}
-    return [proc for proc in procs if proc.ppid in cmakes]
+    return [proc for proc in procs if proc.ppid in cmakes and proc.comm != "sh"]
 
 
 MOMENTS: dict[str, Callable[[list[Tagged]], list[Tagged]]] = {
@@ -98,19 +101,32 @@ def kill_at(moment: str, root: Path, copy: Path, model: Path, out: Path) -> tupl
     try:
         deadline = time.monotonic() + 600
         while not seen and run.poll() is None and time.monotonic() < deadline:
-            seen = MOMENTS[moment](tagged(tag))
+            seen = [proc for proc in MOMENTS[moment](tagged(tag)) if frozen(proc.pid)]
         if run.poll() is None:
             run.send_signal(signal.SIGKILL)
-        assert run.wait(timeout=30) == -signal.SIGKILL, f"the run ended before its {moment}: {run.stderr.read()[-2000:]}"
+        ended = run.wait(timeout=30)
+        assert ended == -signal.SIGKILL, f"the run ended before its {moment}: {run.stderr.read()[-2000:]}"
+        deadline = time.monotonic() + 2.0
+        while (left := tagged(tag)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return seen, left
     finally:
         if run.poll() is None:
             run.kill()
             run.wait()
         run.stderr.close()
-    deadline = time.monotonic() + 2.0
-    while (left := tagged(tag)) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return seen, left
+        for proc in tagged(tag):  # what a failing run left: never past the test
+            frozen(proc.pid) and os.kill(proc.pid, signal.SIGKILL)
+
+
+def frozen(pid: int) -> bool:
+    """SIGSTOP `pid`: a step of that moment then cannot end by itself within the 2 s, as a compile or a configure
+    step of a bigger build would not (ninja and two compilers ran 120 s on); only SIGKILL ends it."""
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_sigkill_of_hil_run_while_it_builds_the_runtime_image_leaves_no_build_tool(private_runtime, tmp_path):

@@ -10,6 +10,7 @@ whether it still runs is read back from /proc. Both lifelines of hil.target.spaw
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -26,12 +27,15 @@ from hil.target.spawner import spawn
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and /proc are Linux's")
 
+# A sleeper in a process group of its own, as ninja starts each compiler; argv[1]: where its pid goes.
+OWN_GROUP_PY = ("import os, sys, time; os.setpgid(0, 0); open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()));"
+                " os.rename(sys.argv[1] + '.tmp', sys.argv[1]); time.sleep(600)")
 # $1: the folder the grandchildren's pids go to.
 BUILD_SH = textwrap.dedent(
     f"""\
     sleep 600 &
     echo $! > "$1/in-group.tmp" && mv "$1/in-group.tmp" "$1/in-group"
-    {sys.executable} -c 'import os, sys, time; os.setpgid(0, 0); open(sys.argv[1] + ".tmp", "w").write(str(os.getpid())); os.rename(sys.argv[1] + ".tmp", sys.argv[1]); time.sleep(600)' "$1/own-group" &
+    {shlex.quote(sys.executable)} -c {shlex.quote(OWN_GROUP_PY)} "$1/own-group" &
     wait
     """
 )
