@@ -163,8 +163,12 @@ def check_lifeline(_cfg: BoardConfig | None) -> Check:
     from hil.target.spawner import find_lifeline
 
     line = find_lifeline()
+    if not line.guard and line.kind != "none":  # hil.target.session_guard's watcher waits on `sleep`
+        return Check("setpriv", False, f"{line.detail}, but no `sleep` on PATH: what a child starts (ninja's "
+                     "compilers, a model's workers) may outlive a killed harness", "apt-get install coreutils",
+                     required=False)
     if line.kind == "setpriv":
-        return Check("setpriv", True, f"{line.detail} (children die with the harness)")
+        return Check("setpriv", True, f"{line.detail} (children, and what they start, die with the harness)")
     return Check("setpriv", False, f"children die with the harness through {line.detail}",
                  "apt-get install util-linux (it holds setpriv, 2.33 or later)", required=False)
 

@@ -125,9 +125,8 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
     """
     options = dict(sorted((options or {}).items()))
     pte = Path(pte)
-    gcc = find_arm_gcc()
-    runtime_key = _runtime_key(sources, compiler_version(gcc), flatc, FIRMWARE_DIR)
-    root = (cache or cache_dir()) / "firmware" / "qemu-runtime" / runtime_key[:24]
+    runtime_key = _runtime_key(sources, compiler_version(find_arm_gcc()), flatc, FIRMWARE_DIR)
+    root = _root(runtime_key, cache)
     image_key = _image_key(runtime_key, pte.read_bytes(), options)
     final = root / "images" / image_key[:24] / ELF_NAME
     if served(final.parent, IMAGE_WHAT):  # checked: a damaged ELF is removed and linked again
@@ -173,6 +172,16 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
             if made is not None:
                 made.unlink(missing_ok=True)
     return final
+
+
+def runtime_root(sources: RuntimeSources, *, flatc: Path | None = None, cache: Path | None = None) -> Path:
+    """The cache folder of the runtime `build_runtime_image` builds from `sources` with this compiler and
+    `flatc`: its libraries' build folder, its sources' copy and its images (tests copy it)."""
+    return _root(_runtime_key(sources, compiler_version(find_arm_gcc()), flatc, FIRMWARE_DIR), cache)
+
+
+def _root(runtime_key: str, cache: Path | None) -> Path:
+    return (cache or cache_dir()) / "firmware" / "qemu-runtime" / runtime_key[:24]
 
 
 def _runtime_key(sources: RuntimeSources, compiler: str, flatc: Path | None, firmware: Path) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hil.base.errors import BuildError, TimeoutExpired
+from hil.target.session_guard import end_session
 from hil.target.spawner import START_TIMEOUT_S, spawn
 
 ARM_GCC = "arm-none-eabi-gcc"
@@ -62,8 +63,10 @@ def run_logged(cmd: Sequence[str], *, cwd: Path, log: Path, timeout: float) -> N
     """Run one build command, appending its command line and output to `log`.
 
     Raises BuildCommandError naming the command and the log when it fails, hangs past `timeout`
-    seconds (it is killed then) or cannot start (within START_TIMEOUT_S). Started through `spawn`,
-    so a harness killed mid-build leaves no compiler running.
+    seconds (it is killed then) or cannot start (within START_TIMEOUT_S). Started through `spawn` as
+    the leader of a session (hil.target.session_guard), so what it starts, ninja and the compilers,
+    ends with it: on a timeout, on Ctrl-C or SIGTERM (KeyboardInterrupt), and when the harness is
+    SIGKILLed mid-build.
     """
     shown = " ".join(str(part) for part in cmd)
     start_within = START_TIMEOUT_S
@@ -73,7 +76,7 @@ def run_logged(cmd: Sequence[str], *, cwd: Path, log: Path, timeout: float) -> N
         try:
             proc = spawn(
                 [str(part) for part in cmd], cwd=cwd, stdin=subprocess.DEVNULL,
-                stdout=handle, stderr=subprocess.STDOUT, timeout=start_within,
+                stdout=handle, stderr=subprocess.STDOUT, timeout=start_within, session=True,
             )
         except TimeoutExpired:
             handle.write(f"[could not start within {start_within:g} s]\n")
@@ -84,10 +87,19 @@ def run_logged(cmd: Sequence[str], *, cwd: Path, log: Path, timeout: float) -> N
         try:
             returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired as exc:
-            proc.kill()
-            proc.wait()
+            _end(proc)
             handle.write(f"[timed out after {timeout:g} s]\n")
             raise BuildCommandError(shown, f"timed out after {timeout:g} s", log) from exc
+        except BaseException:  # Ctrl-C, SIGTERM: the build must not outlive the harness's unwinding
+            _end(proc)
+            raise
+        end_session(proc.pid)  # anything the command left running in its session
         handle.write(f"[exit status {returncode}]\n")
     if returncode != 0:
         raise BuildCommandError(shown, f"failed with exit status {returncode}", log)
+
+
+def _end(proc: "subprocess.Popen[bytes]") -> None:
+    """Kill the command and every process of its session, and reap the command."""
+    end_session(proc.pid)
+    proc.wait()

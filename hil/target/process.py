@@ -9,7 +9,8 @@ Neither helps when the harness is killed outright (SIGKILL, the OOM killer, a CI
 gives up): no Python code runs then. So every child is started through hil.target.spawner's
 `spawn`, which has the kernel SIGKILL it when the harness dies, without running any Python code
 between fork and exec (no Popen preexec function: why, and how, is in that module's docstring),
-and within a start deadline.
+and within a start deadline. The child leads a session watched by hil.target.session_guard, so
+what it started (a model factory's forked workers under the export child) dies with it too.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from hil.base.errors import TargetError, TimeoutExpired
+from hil.target.session_guard import end_session, stat_fields
 from hil.target.spawner import START_TIMEOUT_S, spawn
 
 # Seconds a child gets to exit after SIGTERM before it is killed.
@@ -80,7 +82,7 @@ class ManagedProcess:
                 stdout=subprocess.PIPE if self.pipes else self._log,
                 stderr=self._log,
                 env=env,
-                start_new_session=True,
+                session=True,
                 bufsize=0,
                 timeout=timeout,
             )
@@ -141,8 +143,10 @@ class ManagedProcess:
                     wait_exit(popen, grace)
                 except subprocess.TimeoutExpired:
                     pass  # unkillable (D state); the registry keeps it visible
-        # The leader may be gone while something it spawned still runs in its group.
+        # The leader may be gone while something it spawned still runs in its group, or in another group of
+        # its session (hil.target.session_guard).
         _signal_group(popen.pid, signal.SIGKILL)
+        end_session(popen.pid)
         for stream in (popen.stdin, popen.stdout):
             if stream is not None:
                 try:
@@ -224,18 +228,10 @@ def os_children(pid: int | None = None) -> list[tuple[int, str]]:
     parent = os.getpid() if pid is None else pid
     found = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
-                text = stat.read()
-        except OSError:
-            continue  # gone meanwhile
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split at the last ')'.
-        comm = text[text.index("(") + 1 : text.rindex(")")]
-        fields = text[text.rindex(")") + 2 :].split()
-        if len(fields) > 1 and int(fields[1]) == parent:
-            found.append((int(entry), comm))
+        if entry.isdigit() and (stat := stat_fields(entry)) is not None:  # None: gone meanwhile
+            comm, fields = stat
+            if len(fields) > 1 and int(fields[1]) == parent:
+                found.append((int(entry), comm))
     return found
 
 

@@ -24,6 +24,11 @@ spawner thread that lives as long as the process. The caller waits for it with a
 it, it gets TimeoutExpired ("could not start X within N s", exit status 3), a child of the spawner
 that has not exec'd is killed, and whatever Popen returns later is killed and reaped by the
 spawner, never leaked.
+
+The signal kills the command only, not what it started (ninja under cmake, the compilers under
+ninja, a model's forked workers): with `session=True` the command leads a session of its own and is
+exec'd through hil.target.session_guard's watcher, which kills the whole session when the command
+dies, and `end_session` does the same for the harness's own exits (a timeout, Ctrl-C, close()).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hil.base.errors import TimeoutExpired
+from hil.target.session_guard import WATCH_SIGNAL, end_session, find_sleep, guard_script
 
 # Seconds a child may take from the call to its exec; one that takes longer is broken, not slow.
 START_TIMEOUT_S = 30.0
@@ -52,6 +58,13 @@ ORPHANED_STATUS = 125
 PR_SET_PDEATHSIG = 1
 
 LIFELINE_SH = f'[ "$PPID" = "$1" ] || exit {ORPHANED_STATUS}; shift; exec "$@"'
+# Sets the parent-death signal argv[1] and execs argv[2:]: the session watcher's, without setpriv.
+PDEATHSIG_PY = (
+    "import ctypes, os, sys\n"
+    f"if ctypes.CDLL(None, use_errno=True).prctl({PR_SET_PDEATHSIG}, int(sys.argv[1]), 0, 0, 0) != 0:\n"
+    "    sys.exit('hil watcher: prctl(PR_SET_PDEATHSIG) failed: ' + os.strerror(ctypes.get_errno()))\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
 LIFELINE_PY = (
     "import ctypes, os, sys\n"
     f"if ctypes.CDLL(None, use_errno=True).prctl({PR_SET_PDEATHSIG}, {int(signal.SIGKILL)}, 0, 0, 0) != 0:\n"
@@ -71,12 +84,16 @@ class Lifeline:
     kind: str
     prefix: tuple[str, ...]
     detail: str
+    # /bin/sh text that starts the session's watcher and execs "$@" (hil.target.session_guard); "" if none.
+    guard: str = ""
 
-    def argv(self, parent_pid: int, command: Sequence[str]) -> list[str]:
-        """The command line that execs `command` (its first item a path) only while `parent_pid` is its parent."""
+    def argv(self, parent_pid: int, command: Sequence[str], *, session: bool = False) -> list[str]:
+        """The command line that execs `command` (its first item a path) only while `parent_pid` is its parent;
+        with `session`, under the watcher that kills the command's session when the command dies."""
         if self.kind == "none":
             return list(command)
-        return [*self.prefix, str(parent_pid), *command]
+        guard = ["/bin/sh", "-c", self.guard, "sh"] if session and self.guard else []
+        return [*self.prefix, str(parent_pid), *guard, *command]
 
 
 _lifeline_lock = threading.Lock()
@@ -96,20 +113,25 @@ def find_lifeline() -> Lifeline:
     """Look again (`hil doctor`): setpriv from PATH if it runs a command with --pdeathsig, else Python."""
     if not sys.platform.startswith("linux"):
         return Lifeline("none", (), "no parent-death signal off Linux: atexit and close() only")
+    sleep, shell = find_sleep(), os.access("/bin/sh", os.X_OK)
+    python_watch = (sys.executable, "-I", "-S", "-c", PDEATHSIG_PY, str(int(WATCH_SIGNAL)))
     python = Lifeline("python", (sys.executable, "-I", "-S", "-c", LIFELINE_PY),
-                      f"{sys.executable} -I -S (no working setpriv on PATH; about 10 ms more per start)")
+                      f"{sys.executable} -I -S (no working setpriv on PATH; about 10 ms more per start)",
+                      guard_script(python_watch, sleep) if sleep and shell else "")
     setpriv = shutil.which("setpriv")
-    if setpriv is None or not os.access("/bin/sh", os.X_OK):
+    if setpriv is None or not shell:
         return python
     prefix = (setpriv, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", LIFELINE_SH, "sh")
+    guard = guard_script((setpriv, "--pdeathsig", WATCH_SIGNAL.name[3:], "--"), sleep) if sleep else ""
     try:  # an old setpriv (before util-linux 2.33) has no --pdeathsig
-        probe = subprocess.run([*prefix, str(os.getpid()), "/bin/sh", "-c", "exit 0"], stdin=subprocess.DEVNULL,
-                               capture_output=True, timeout=10)
+        probe = subprocess.run([*prefix, str(os.getpid()), *(["/bin/sh", "-c", guard, "sh"] if guard else []),
+                                "/bin/sh", "-c", "exit 0"], stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=10, start_new_session=True)
     except (OSError, subprocess.SubprocessError):
         return python
     if probe.returncode != 0:
         return python
-    return Lifeline("setpriv", prefix, f"{setpriv} --pdeathsig KILL")
+    return Lifeline("setpriv", prefix, f"{setpriv} --pdeathsig KILL", guard)
 
 
 def resolve(command: str, cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None) -> str:
@@ -142,6 +164,7 @@ class _Job:
     error: BaseException | None = None
     abandoned: bool = False
     forking: bool = False  # the spawner is inside this job's Popen
+    session: bool = False  # the child leads a session that dies with it (spawn(session=True))
 
 
 class _Spawner:
@@ -203,7 +226,8 @@ class _Spawner:
                     job.done.set()
                     continue
             if popen is not None:
-                _reap(popen, group=bool(job.kwargs.get("start_new_session")) or job.kwargs.get("process_group") == 0)
+                _reap(popen, group=bool(job.kwargs.get("start_new_session")) or job.kwargs.get("process_group") == 0,
+                      session=job.session)
 
 
 def _kill_unexeced(spawner_tid: int) -> None:
@@ -227,10 +251,12 @@ def _kill_unexeced(spawner_tid: int) -> None:
             continue  # gone, or a zombie: exe is unreadable then
 
 
-def _reap(popen: subprocess.Popen[Any], *, group: bool) -> None:
-    """Kill a child whose caller gave up waiting for it (its group too, if it leads one) and reap it."""
+def _reap(popen: subprocess.Popen[Any], *, group: bool, session: bool = False) -> None:
+    """Kill a child whose caller gave up waiting for it (its group or session too, if it leads one) and reap it."""
     try:
-        if group:
+        if session:
+            end_session(popen.pid)
+        elif group:
             os.killpg(popen.pid, signal.SIGKILL)
         else:
             popen.kill()
@@ -248,17 +274,24 @@ def _reap(popen: subprocess.Popen[Any], *, group: bool) -> None:
 _spawner = _Spawner()
 
 
-def spawn(argv: Sequence[str], *, timeout: float = START_TIMEOUT_S, **popen_kwargs: Any) -> subprocess.Popen[Any]:
+def spawn(argv: Sequence[str], *, timeout: float = START_TIMEOUT_S, session: bool = False,
+          **popen_kwargs: Any) -> subprocess.Popen[Any]:
     """`subprocess.Popen` for a child that must not outlive the harness, even one killed by SIGKILL.
 
     Started through the lifeline, from the spawner thread, within `timeout` s (see the module
     docstring): raises TimeoutExpired naming the command past it, OSError as Popen does when the
     program cannot be found or run. A preexec function, `executable` and `shell` are refused.
+    With `session`, the child leads a new session (its pid is the session's id) and everything
+    started in it dies with it; end it with `end_session(popen.pid)`.
     """
     refused = [name for name in popen_kwargs if name in REFUSED_KWARGS or name.startswith(REFUSED_PREFIX)]
     if refused:
         raise TypeError(f"spawn() does not take {', '.join(refused)}: nothing may run between fork and exec")
+    if session:
+        if "process_group" in popen_kwargs:
+            raise TypeError("spawn(session=True) makes the child a session leader: process_group does not apply")
+        popen_kwargs["start_new_session"] = True
     command = [os.fspath(part) for part in argv]
     path = resolve(command[0], popen_kwargs.get("cwd"), popen_kwargs.get("env"))
-    wrapped = lifeline().argv(os.getpid(), [path, *command[1:]])
-    return _spawner.run(_Job(wrapped, popen_kwargs), timeout, command[0])
+    wrapped = lifeline().argv(os.getpid(), [path, *command[1:]], session=session)
+    return _spawner.run(_Job(wrapped, popen_kwargs, session=session), timeout, command[0])
