@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hil.base import atomic
-from hil.firmware.kernel_sources import kernel_sources
+from hil.firmware.kernel_sources import build_sources
 from hil.firmware.sim_neutron_table import delegate_steps, table_source
 
 # What HIL_SIM_TABLE_SOURCE says for a program with no simulated-Neutron delegate call.
@@ -26,7 +26,7 @@ NO_SIM_TABLE = "none"
 class GeneratedInputs:
     """The files one image's configure reads instead of asking Python."""
 
-    kernel_list: Path  # one absolute kernel source path per line (none when a delegate takes every operator)
+    kernel_list: Path  # one absolute source path per line: kernels, pattern helpers (none: all delegated)
     sim_table: Path | None  # the simulated-Neutron table's C source, None for a program without one
 
     def cmake_options(self) -> list[str]:
@@ -38,7 +38,7 @@ def write_generated(model: Path, executorch_root: Path, *, npu_clock_mhz: float,
     """Write `model`'s kernel list (and its simulated-Neutron table, if it has delegate calls) beside it.
 
     Raises BuildError, as the CMake would fail, for an operator without a portable kernel."""
-    kernels = sorted({str(item.source) for item in kernel_sources(model, executorch_root)})
+    kernels = build_sources(model, executorch_root)
     kernel_list = atomic.write_text(model.with_suffix(".kernels.txt"), "".join(f"{path}\n" for path in kernels))
     sim_table = None
     if delegate_steps(model):

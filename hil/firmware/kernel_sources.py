@@ -23,6 +23,11 @@ from hil.base.errors import BuildError
 FUNCTIONS_YAML = Path("kernels/portable/functions.yaml")
 KERNEL_DIR = Path("kernels/portable/cpu")
 PRIM_OPS = Path("kernels/prim_ops/register_prim_ops.cpp")
+# The helpers that pattern.h's DEFINE_UNARY_UFUNC_* kernels call (unary_ufunc_realhbf16.cpp, ...): part of the
+# portable kernels' sources in ExecuTorch's own list (shim_et/xplat/executorch/build/build_variables.bzl, the
+# PATTERN_SRCS added to PORTABLE_KERNELS_SRCS), so they go with any kernel; the image is linked from a static
+# library, which takes only the members something calls.
+PATTERN_DIR = KERNEL_DIR / "pattern"
 _OP_ENTRY = re.compile(r"^- (?:op|func): *([A-Za-z0-9_.:]+)", re.MULTILINE)
 _KERNEL_NAME = re.compile(r"kernel_name: *([A-Za-z0-9_:]+)")
 
@@ -65,9 +70,12 @@ def kernel_functions(functions_yaml: Path) -> dict[str, str]:
 
 
 def _definition(function: str) -> re.Pattern[str]:
-    """A kernel's definition: its last name component, then the runtime context parameter."""
+    """A kernel's definition: its last name component, then the runtime context parameter; or the name as the
+    first argument of one of `kernels/portable/cpu/pattern/pattern.h`'s `DEFINE_UNARY_UFUNC_*(op_name, fn)`
+    macros, which define `Tensor& op_name(KernelRuntimeContext& ctx, ...)` (op_tanh.cpp, op_exp.cpp, ...)."""
     name = re.escape(function.rsplit("::", 1)[-1])
-    return re.compile(rf"\b{name}\s*\(\s*(?:[A-Za-z_:]+::)?(?:Kernel)?RuntimeContext\s*&")
+    return re.compile(rf"\b{name}\s*\(\s*(?:[A-Za-z_:]+::)?(?:Kernel)?RuntimeContext\s*&"
+                      rf"|\bDEFINE_UNARY_UFUNC_\w+\(\s*{name}\s*,")
 
 
 def kernel_sources(pte: Path, executorch_root: Path) -> list[KernelSource]:
@@ -99,17 +107,24 @@ def kernel_sources(pte: Path, executorch_root: Path) -> list[KernelSource]:
     return found
 
 
+def build_sources(pte: Path, executorch_root: Path) -> list[Path]:
+    """Every source the program's kernel library compiles: its kernels' files and, with any, the pattern helpers."""
+    kernels = {item.source for item in kernel_sources(pte, executorch_root)}
+    helpers = sorted((executorch_root / PATTERN_DIR).glob("*.cpp")) if kernels else []
+    return sorted(kernels) + helpers
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
         print("usage: python -m hil.firmware.kernel_sources MODEL.pte EXECUTORCH_ROOT", file=sys.stderr)
         return 2
     try:
-        sources = kernel_sources(Path(args[0]), Path(args[1]))
+        sources = build_sources(Path(args[0]), Path(args[1]))
     except BuildError as exc:
         print(f"kernel_sources: {exc}", file=sys.stderr)
         return 2
-    for path in sorted({item.source for item in sources}):
+    for path in sources:
         print(path)
     return 0
 

@@ -35,6 +35,11 @@ FUNCTIONS_YAML = textwrap.dedent("""\
         - arg_meta: null
           kernel_name: torch::executor::softmax_out
 
+    - op: tanh.out
+      kernels:
+        - arg_meta: null
+          kernel_name: torch::executor::tanh_out
+
     - op: nokernel.out
 
     - func: dim_order_ops::_clone_dim_order.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
@@ -45,7 +50,7 @@ FUNCTIONS_YAML = textwrap.dedent("""\
 
 
 def _tree(root: Path) -> Path:
-    """A stand-in ExecuTorch tree: functions.yaml, three operator files, the prim ops file."""
+    """A stand-in ExecuTorch tree: functions.yaml, five operator files, the prim ops file."""
     (root / "kernels" / "portable" / "cpu").mkdir(parents=True)
     (root / "kernels" / "prim_ops").mkdir(parents=True)
     (root / ks.FUNCTIONS_YAML).write_text(FUNCTIONS_YAML)
@@ -54,24 +59,32 @@ def _tree(root: Path) -> Path:
                                     "Tensor& add_scalar_out(KernelRuntimeContext& ctx) {}\n")
     (cpu / "op_softmax.cpp").write_text("// softmax_out is here\nTensor& softmax_out(RuntimeContext& ctx) {}\n")
     (cpu / "op_clone_dim_order.cpp").write_text("Tensor& _clone_dim_order_out(KernelRuntimeContext& context) {}\n")
+    # Defined through pattern.h's macro, as 25 of the pinned tree's unary kernels are (op_tanh.cpp, op_exp.cpp...).
+    (cpu / "op_tanh.cpp").write_text("DEFINE_UNARY_UFUNC_REALHBBF16_TO_FLOATHBF16(tanh_out, std::tanh)\n")
+    (cpu / "op_atanh.cpp").write_text("DEFINE_UNARY_UFUNC_REALHBBF16_TO_FLOATHBF16(atanh_out, std::atanh)\n")
     (root / ks.PRIM_OPS).write_text('Kernel("aten::sym_size.int", ...)\n')
+    (root / ks.PATTERN_DIR).mkdir()
+    (root / ks.PATTERN_DIR / "unary_ufunc_realhbf16.cpp").write_text("Tensor& unary_ufunc_realhbf16(...) {}\n")
     return root
 
 
 def test_functions_yaml_maps_each_operator_to_its_kernel(tmp_path) -> None:
     table = ks.kernel_functions(_tree(tmp_path) / ks.FUNCTIONS_YAML)
     assert table == {"aten::add.out": "torch::executor::add_out", "aten::_softmax.out": "torch::executor::softmax_out",
+                     "aten::tanh.out": "torch::executor::tanh_out",
                      "dim_order_ops::_clone_dim_order.out": "torch::executor::_clone_dim_order_out"}
 
 
 def test_each_operator_gets_the_file_that_defines_its_kernel(tmp_path, monkeypatch) -> None:
     root = _tree(tmp_path)
     monkeypatch.setattr(ks, "program_operators", lambda _pte: [
-        "aten::_softmax.out", "aten::add.out", "aten::sym_size.int", "dim_order_ops::_clone_dim_order.out"])
+        "aten::_softmax.out", "aten::add.out", "aten::sym_size.int", "aten::tanh.out",
+        "dim_order_ops::_clone_dim_order.out"])
     found = {item.operator: item.source.name for item in ks.kernel_sources(Path("m.pte"), root)}
-    # sym_size is a prim op the runtime registers itself; softmax_out's comment is not its definition.
+    # sym_size is a prim op the runtime registers itself; softmax_out's comment is not its definition; tanh_out
+    # comes from a macro, and atanh_out (whose name ends in tanh_out) is not it.
     assert found == {"aten::_softmax.out": "op_softmax.cpp", "aten::add.out": "op_add.cpp",
-                     "dim_order_ops::_clone_dim_order.out": "op_clone_dim_order.cpp"}
+                     "aten::tanh.out": "op_tanh.cpp", "dim_order_ops::_clone_dim_order.out": "op_clone_dim_order.cpp"}
 
 
 def test_an_operator_without_a_portable_kernel_is_named(tmp_path, monkeypatch) -> None:
@@ -285,6 +298,8 @@ def test_the_harness_writes_the_kernel_list_and_says_none_for_a_program_without_
     monkeypatch.setattr(image_generated, "delegate_steps", lambda _pte: [])
     made = image_generated.write_generated(model, root, npu_clock_mhz=250.0, tick_mhz=20.0)
     kernels = root / ks.KERNEL_DIR
-    assert made.kernel_list.read_text() == f"{kernels / 'op_add.cpp'}\n{kernels / 'op_softmax.cpp'}\n"
+    # The pattern helpers go with any kernel (ExecuTorch's PATTERN_SRCS are part of its portable kernels' sources).
+    assert made.kernel_list.read_text() == (f"{kernels / 'op_add.cpp'}\n{kernels / 'op_softmax.cpp'}\n"
+                                            f"{kernels / 'pattern' / 'unary_ufunc_realhbf16.cpp'}\n")
     assert made.sim_table is None and not list(model.parent.glob("*.c"))
     assert made.cmake_options() == [f"-DHIL_KERNEL_LIST={made.kernel_list}", "-DHIL_SIM_TABLE_SOURCE=none"]
