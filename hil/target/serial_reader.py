@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO
 
 import serial
+from serial.urlhandler import protocol_socket
 
 from hil.base.errors import TargetError, TimeoutExpired
 
@@ -306,10 +307,12 @@ def _read_some(port: serial.SerialBase) -> bytes:
     """One byte at least, all that is waiting at most: a disconnect then loses nothing.
 
     A `socket://` port (QEMU's UART) says 1 for `in_waiting` whatever is waiting, so it is read from its
-    socket directly: byte by byte, a streamed ETDump (hil.target.etdump_stream) came in at ~40 KB/s.
+    socket directly: byte by byte, a streamed ETDump (hil.target.etdump_stream) came in at ~40 KB/s. Only
+    that kind: an `rfc2217://` port (ser2net, a labgrid place) has a socket too, but carries telnet
+    negotiation on it that pyserial's own thread reads and strips; read beside it, the console lost its lines.
     """
     sock = getattr(port, "_socket", None)
-    if not isinstance(sock, socket.socket):
+    if not isinstance(port, protocol_socket.Serial) or not isinstance(sock, socket.socket):
         return port.read(max(1, port.in_waiting))
     ready, _, _ = select.select([sock], [], [], READ_TIMEOUT_S)
     if not ready:
