@@ -5,30 +5,37 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 # The test suite keeps its own cache inside the checkout (gitignored), so a fresh clone starts cold
 # and a user's cache never hides a broken export.
 os.environ.setdefault("HIL_CACHE_DIR", str(Path(__file__).resolve().parent / ".hil-cache"))
 
 # The folders whose tests drive the emulated board, build firmware or run `hil` end to end.
-_BOARD_FOLDERS = ("device", "system")
+_BOARD_FOLDERS = ("tests/device/", "tests/system/")
 
 
-def pytest_collection_modifyitems(config, items):
-    """Put every board test in one xdist group, so `make test` (`-n 2 --dist loadgroup`) runs them on one
-    worker, one after another in their file order, while the unit tests fill the other core.
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`make test` (`-n 2 --dist loadgroup`): every board test on one worker, one after another in their file
+    order, and the unit tests on the other core meanwhile, one by one.
 
     Why not spread the board tests too: they share the runtime build, the export cache and session fixtures
-    built once per worker, and a second worker would build and boot them again; on 2 cores a QEMU session
-    beside another one gains little (bench/parallel_suite.py). The unit tests need none of that. Without
-    xdist (`make check`, a plain `pytest`) the mark does nothing.
+    built once per worker, some damage and repair shared cache entries on purpose, and a QEMU session beside
+    another one on 2 cores gains little (bench/parallel_suite.py). The groups are decided here, by folder:
+    xdist 3.8's loadgroup reads `xdist_group` marks into the node ids it schedules by, and under pytest 9.2
+    that renaming no longer reaches `item.nodeid` (seen: every marked test was its own unit, on either worker).
+    Any other `--dist` is xdist's own.
     """
-    import pytest
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
 
-    tests = Path(__file__).resolve().parent / "tests"
-    board = pytest.mark.xdist_group("board")
-    for item in items:
-        if any(Path(item.path).is_relative_to(tests / folder) for folder in _BOARD_FOLDERS):
-            item.add_marker(board)
+    class BoardTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "board tests" if nodeid.startswith(_BOARD_FOLDERS) else nodeid
+
+    return BoardTestsTogether(config, log)
 
 
 def pytest_sessionfinish(session, exitstatus):
