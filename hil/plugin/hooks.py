@@ -76,6 +76,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--hil-allow-nonfinite-inputs", dest="hil_allow_nonfinite_inputs", action="store_true",
                     default=None, help=option_help("hil_allow_nonfinite_inputs",
                                                    "run inputs that hold NaN or infinity (refused by default)"))
+    group.addoption("--hil-keep-qemu", dest="hil_keep_qemu", action="store_true", default=None,
+                    help=option_help("hil_keep_qemu", "keep one QEMU per board for the image it last ran and reset "
+                                     "its core for the next test of that image (off by default)"))
     group.addoption("--hil-force-flash", dest="hil_force_flash", action="store_true", default=None,
                     help=option_help("hil_force_flash", "flash every run, even a board that holds the image already "
                                      "(read back through the probe), and start a new QEMU each run"))
@@ -275,7 +278,10 @@ def hil_profile(
         options.setdefault("inputs_file", config.getoption("hil_inputs"))
         options.setdefault("allow_nonfinite_inputs", bool(config.getoption("hil_allow_nonfinite_inputs")))
         options.setdefault("force_flash", bool(config.getoption("hil_force_flash")))
-        options.setdefault("qemu_keeper", _hil_qemu_keeper)  # the rerun below takes it too
+        # Off by default: the kept QEMU's qemu.log stays in the folder of the run that started it and grows, which
+        # a later run into that folder refuses (files changed since), and a test that counts its own children
+        # meets the session's QEMU. The rerun below takes it too.
+        options.setdefault("qemu_keeper", _hil_qemu_keeper if config.getoption("hil_keep_qemu") else None)
         board = options.pop("board", None) or _board_for(request, hil_board_config)
         if "required_firmware" not in options:
             options["required_firmware"] = _history_requirement(config, model, board, options.get("delegate"))

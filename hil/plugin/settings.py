@@ -82,6 +82,8 @@ SETTINGS: tuple[Setting, ...] = (
             "QEMU firmware: runtime, replay or auto (default: the board file's [qemu].firmware)"),
     Setting("hil_allow_nonfinite_inputs", "hil_allow_nonfinite_inputs", "HIL_ALLOW_NONFINITE_INPUTS", switch, False,
             "run inputs that hold NaN or infinity (refused by default; 1/true/yes/on or 0/false/no/off)"),
+    Setting("hil_keep_qemu", "hil_keep_qemu", "HIL_KEEP_QEMU", switch, False,
+            "keep one QEMU per board between tests of one image and reset its core (1/true/yes/on or 0/false/no/off)"),
     Setting("hil_force_flash", "hil_force_flash", "HIL_FORCE_FLASH", switch, False,
             "write the image on every run, even to a board that holds it already, and start a new QEMU each run "
             "(1/true/yes/on or 0/false/no/off)"),

