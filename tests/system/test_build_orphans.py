@@ -50,7 +50,9 @@ def configuring(procs: list[Tagged]) -> list[Tagged]:
     """Children of the configuring cmake (`cmake -S ...`), what cmake's own death signal never reached, but its
     session's watcher (a `sh`, hil.target.session_guard)."""
     cmakes = {proc.pid for proc in procs if proc.comm == "cmake" and " -S " in proc.cmdline}
-    return [proc for proc in procs if proc.ppid in cmakes and proc.comm != "sh"]
+    # Not the watcher (forked before cmake's exec, so cmake's child): `sh` once running, `setpriv` for the instant
+    # before; frozen then, it could never hear cmake's death.
+    return [proc for proc in procs if proc.ppid in cmakes and proc.comm not in ("sh", "setpriv")]
 
 
 MOMENTS: dict[str, Callable[[list[Tagged]], list[Tagged]]] = {
