@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_child_lifeline import dead  # gone, or a zombie nobody reaped yet
 
 from hil.firmware.toolchain import BuildCommandError, run_logged
 from hil.target.spawner import spawn
@@ -61,15 +62,6 @@ HARNESS = textwrap.dedent(
     time.sleep(600)
     """
 )
-
-
-def dead(pid: int) -> bool:
-    """Gone, or a zombie nobody reaped yet (it runs no code)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state in ("Z", "X")
 
 
 def grandchildren(out: Path, alive: subprocess.Popen | None = None, timeout: float = 60) -> list[int]:
