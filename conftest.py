@@ -13,29 +13,52 @@ os.environ.setdefault("HIL_CACHE_DIR", str(Path(__file__).resolve().parent / ".h
 
 # The folders whose tests drive the emulated board, build firmware or run `hil` end to end.
 _BOARD_FOLDERS = ("tests/device/", "tests/system/")
+# Board test files that share nothing with the others but the on-disk caches (which lock their entries): each
+# runs `hil` or a pytest session of its own in a folder of its own. They run as a second group, on the worker
+# the unit tests use, so that the second core is not idle once the unit tests are done. Chosen from a fresh
+# clone's `--durations=0`: about half of the board tests' time (CONTRIBUTING.md, "make test").
+_BESIDE_UNIT_TESTS: tuple[str, ...] = tuple(f"tests/system/{name}.py" for name in (
+    "test_fault_matrix_cache",  # a private cache it damages row by row
+    "test_new_project_gate",  # these six: pytest sessions of their own in a project folder of their own
+    "test_nightly_regression",
+    "test_parallel_sessions",
+    "test_run_folders",
+    "test_runtime_reads",
+    "test_shared_files",
+    "test_time_base_gate",
+    "test_rt700_firmware_build",  # the RT700 image from the pinned SDK, in a folder of its own
+))
+
+
+def board_group(nodeid: str) -> str | None:
+    """The scheduling group of a board test (None for a unit test): which worker's queue it joins."""
+    if not nodeid.startswith(_BOARD_FOLDERS):
+        return None
+    return "board tests beside the unit tests" if nodeid.split("::", 1)[0] in _BESIDE_UNIT_TESTS else "board tests"
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
-    """`make test` (`-n 2 --dist loadgroup`): every board test on one worker, one after another in their file
-    order, and the unit tests on the other core meanwhile, one by one.
+    """`make test` (`-n 2 --dist loadgroup`): the board tests in two groups, each on one worker in file order,
+    and the unit tests, one by one, on whichever worker is free.
 
-    Why not spread the board tests too: they share the runtime build, the export cache and session fixtures
-    built once per worker, some damage and repair shared cache entries on purpose, and a QEMU session beside
-    another one on 2 cores gains little (bench/parallel_suite.py). The groups are decided here, by folder:
-    xdist 3.8's loadgroup reads `xdist_group` marks into the node ids it schedules by, and under pytest 9.2
-    that renaming no longer reaches `item.nodeid` (seen: every marked test was its own unit, on either worker).
-    Any other `--dist` is xdist's own.
+    Why groups, not one test at a time: most board tests share the runtime build, the export cache and session
+    fixtures built once per worker (one QEMU kept per image, hil.boards.qemu_keep), and some damage and repair
+    shared cache entries on purpose; the second group holds only files that share nothing but the locked on-disk
+    caches. xdist schedules the largest group first, so the first worker takes the main group and the second the
+    other, then the unit tests. The groups are decided here, by file: xdist 3.8's loadgroup reads `xdist_group`
+    marks into the node ids it schedules by, and under pytest 9.2 that renaming no longer reaches `item.nodeid`
+    (seen: every marked test was its own unit, on either worker). Any other `--dist` is xdist's own.
     """
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class BoardTestsTogether(LoadScopeScheduling):
+    class BoardTestsInTwoGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "board tests" if nodeid.startswith(_BOARD_FOLDERS) else nodeid
+            return board_group(nodeid) or nodeid
 
-    return BoardTestsTogether(config, log)
+    return BoardTestsInTwoGroups(config, log)
 
 
 def pytest_sessionfinish(session, exitstatus):

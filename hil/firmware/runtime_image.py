@@ -181,7 +181,10 @@ def runtime_root(sources: RuntimeSources, *, flatc: Path | None = None, cache: P
 
 
 def _root(runtime_key: str, cache: Path | None) -> Path:
-    return (cache or cache_dir()) / "firmware" / "qemu-runtime" / runtime_key[:24]
+    """The runtime's folder by its real path: CMake records its build folder's absolute path and refuses it
+    under any other name, so a cache reached through a symbolic link (a CI cache restored by a link, a
+    `firmware` folder linked from another cache) must give the same path as the folder itself."""
+    return ((cache or cache_dir()) / "firmware" / "qemu-runtime").resolve() / runtime_key[:24]
 
 
 def _runtime_key(sources: RuntimeSources, compiler: str, flatc: Path | None, firmware: Path) -> str:

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from shared_firmware import cache_sharing_firmware
+
 REPO = Path(__file__).resolve().parents[2]
 SUITE = '''
 def test_cnn(hil_profile):
@@ -23,7 +25,7 @@ def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess:
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_cnn.py", "--board", "qemu",
          "--hil-artifacts", "art", "--hil-iterations", "10", "--rootdir", str(cwd), *args],
         cwd=cwd, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "HIL_CACHE_DIR": str(cwd / "cache"), "PYTHONPATH": str(REPO)})
+        env={**os.environ, "HIL_CACHE_DIR": str(cache_sharing_firmware(cwd / "cache")), "PYTHONPATH": str(REPO)})
 
 
 def _widen(model: Path) -> None:

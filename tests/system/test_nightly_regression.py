@@ -14,6 +14,7 @@ from pathlib import Path
 from hil.analysis.warmup import recompute_totals, with_statistics
 from hil.regress import history
 from tiny_models import linear_relu_source
+from shared_firmware import cache_sharing_firmware
 
 TINY = linear_relu_source(inputs=16, outputs=8)
 
@@ -30,7 +31,7 @@ def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "test_nightly.py", "--board", "qemu",
          "--hil-artifacts", "art", "--hil-warmup", "1", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=900, env={**os.environ, "HIL_CACHE_DIR": str(cwd / "cache")},
+        cwd=cwd, capture_output=True, text=True, timeout=900, env={**os.environ, "HIL_CACHE_DIR": str(cache_sharing_firmware(cwd / "cache"))},
     )
 
 

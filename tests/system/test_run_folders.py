@@ -15,6 +15,7 @@ import xmlschema
 
 from hil.report.figures import junit_properties
 from tiny_models import linear_relu_source
+from shared_firmware import cache_sharing_firmware
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = '''
@@ -40,7 +41,7 @@ def test_two_models_and_a_repeat_keep_their_own_folders_and_junit_figures_under_
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "test_folders.py", "--board", "qemu",
          "--hil-artifacts", "art", "--rootdir", str(tmp_path), f"--junitxml={xml}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "HIL_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)})
+        env={**os.environ, "HIL_CACHE_DIR": str(cache_sharing_firmware(tmp_path / "cache")), "PYTHONPATH": str(REPO)})
     assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-4000:] + done.stderr[-2000:]
 
     two, same = (next((tmp_path / "art").glob(f"test_folders.py*{name}*")) for name in ("two_models", "same_model"))

@@ -18,6 +18,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from shared_firmware import cache_sharing_firmware
+
 REPO = Path(__file__).resolve().parents[2]
 
 CNN = textwrap.dedent(
@@ -42,7 +44,7 @@ CNN = textwrap.dedent(
 
 
 def _hil(tmp_path: Path, channels: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HIL_CACHE_DIR": str(tmp_path / "cache"), "HIL_NIGHTLY_CHANNELS": channels,
+    env = {**os.environ, "HIL_CACHE_DIR": str(cache_sharing_firmware(tmp_path / "cache")), "HIL_NIGHTLY_CHANNELS": channels,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     return subprocess.run([sys.executable, "-m", "hil.cli.main", *args], cwd=tmp_path, capture_output=True, text=True,
                           timeout=900, env=env)
@@ -99,7 +101,7 @@ def _session(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "test_nightly.py", "--board", "qemu",
          "--hil-artifacts", "art", "--hil-warmup", "1", "--hil-baseline", "baselines", "--hil-noise-k", "0", *args],
         cwd=tmp_path, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "HIL_CACHE_DIR": str(tmp_path / "cache"),
+        env={**os.environ, "HIL_CACHE_DIR": str(cache_sharing_firmware(tmp_path / "cache")),
              "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
 
 

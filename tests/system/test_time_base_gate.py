@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from runtime_workspace import needs_runtime
+from shared_firmware import cache_sharing_firmware
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = '''
@@ -28,7 +29,7 @@ def _pytest(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subproc
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_cnn.py", "--hil-artifacts", "art",
          "--hil-iterations", "5", "--rootdir", str(cwd), "--hil-history", str(cwd / "history.db"), *args],
         cwd=cwd, capture_output=True, text=True, timeout=900,
-        env=env or {**os.environ, "HIL_CACHE_DIR": str(cwd / "cache"), "PYTHONPATH": str(REPO)})
+        env=env or {**os.environ, "HIL_CACHE_DIR": str(cache_sharing_firmware(cwd / "cache")), "PYTHONPATH": str(REPO)})
 
 
 @needs_runtime
@@ -45,7 +46,7 @@ def test_a_run_without_sources_between_runtime_runs_is_not_compared_and_a_wider_
     # The board file leaves the choice to `auto`, the sources are gone (an empty workspace folder, no mirror):
     # the runtime series' next run fails naming the missing part, never falling back to the replay image.
     (tmp_path / "no-sources").mkdir()
-    sourceless = {**os.environ, "HIL_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO),
+    sourceless = {**os.environ, "HIL_CACHE_DIR": str(cache_sharing_firmware(tmp_path / "cache")), "PYTHONPATH": str(REPO),
                   "RT700_SDK_DIR": str(tmp_path / "no-sources")}
     sourceless.pop("HIL_GIT_BASE", None)
     refused = _pytest(tmp_path, "--board", "qemu", env=sourceless)

@@ -20,7 +20,7 @@ from hil.cli.main import exit_code_for
 from hil.base.errors import BuildError, EnvironmentFault
 from hil.firmware import kernel_sources as ks
 from hil.firmware.qemu_firmware import choose_qemu_firmware, time_base
-from hil.firmware.runtime_image import RuntimeSources, _first_error, _locked, _runtime_key
+from hil.firmware.runtime_image import RuntimeSources, _first_error, _locked, _root, _runtime_key
 from hil.firmware.runtime_sources import entry_flatc, file_sha256, sync_firmware
 from hil.firmware.sim_neutron_table import npu_ticks_per_pal_tick
 
@@ -231,6 +231,21 @@ def test_two_workspaces_of_the_same_commits_share_the_runtime_wherever_they_lie(
     moved = RuntimeSources.from_workspace(_summary_workspace(tmp_path / "moved", "/lab/mirror", "d" * 40))
     assert mine.pins_record == theirs.pins_record and mine.executorch != theirs.executorch
     assert moved.pins_record != mine.pins_record
+
+
+def test_a_cache_reached_through_a_link_builds_in_the_folders_real_path(tmp_path) -> None:
+    """CMake records its build folder's absolute path (a CMakeCache.txt made under one name refuses another), so
+    a cache whose firmware folder is a link, or that is itself reached by one, names the real folder."""
+    real = tmp_path / "real-cache"
+    (real / "firmware").mkdir(parents=True)
+    linked = tmp_path / "linked-cache"
+    linked.symlink_to(real, target_is_directory=True)
+    other = tmp_path / "other-cache"
+    other.mkdir()
+    (other / "firmware").symlink_to(real / "firmware", target_is_directory=True)
+    expected = Path(os.path.realpath(real)) / "firmware" / "qemu-runtime" / ("ab" * 12)
+    for cache in (real, linked, other):
+        assert _root("ab" * 40, cache) == expected
 
 
 def test_a_folder_that_is_no_workspace_is_an_environment_fault_naming_hil_sources(tmp_path) -> None:
