@@ -5,7 +5,9 @@ It travels the same road as the RT700: serial capture before anything runs, GDB/
 `hil_etdump_ready`, dump of `result.buf/size`, then the target runs to its end and QEMU's exit
 status is the image's. With a keeper (the pytest session's, hil.boards.qemu_keep) the image stops on
 entry to `semihost_exit` instead, and QEMU is kept, halted, for the next run of the same image.
-Files in `workdir`: serial.log, mi.log (GDB transcript), qemu.log, trace.etdump.
+Files in `workdir`: serial.log, mi.log (GDB transcript), qemu.log, trace.etdump. With a keeper, QEMU's
+own log is a file of the keeper's (it outlives the run) and `workdir`'s qemu.log is written by `close()`:
+the bytes QEMU wrote during this run, so no file of a run folder changes after its run.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from hil.target.stack_mark import read_stack_mark
 from hil.target.tensor_io import read_outputs
 from hil.base.steps import StepTimer
 from hil.base.entry_check import file_sum
-from hil.boards.qemu_keep import KeptQemu, QemuKeeper
+from hil.boards.qemu_keep import KeptQemu, LogPart, QemuKeeper
 
 END_LINE = "Program complete, exiting."
 # Where the replay image ends (firmware/qemu/semihost.c): QEMU exits inside it.
@@ -71,6 +73,8 @@ class QemuBoard:
         self._sha256 = ""
         self._kept_runs = 0  # runs the attached QEMU served before this one
         self._parked = False  # the run ended cleanly, halted at EXIT_FUNCTION: QEMU can be kept
+        # With a keeper: QEMU's whole log (the keeper's file) and where this run's part of it starts.
+        self._log_part: LogPart | None = None
 
     # -- the Board protocol ----------------------------------------------------------------
 
@@ -99,13 +103,18 @@ class QemuBoard:
         self.flash_record = {"done": "downloaded", "why": "forced (--force-flash)" if force else (
             "a new QEMU (no session keeps one)" if self.keeper is None else
             f"a new QEMU: none kept holds sha256 {self._sha256[:16]} of {image.name}")}
+        log = self.qemu_log
+        if self.keeper is not None:  # it may outlive this run: its log too
+            log = self.keeper.new_log()
+            self._log_part = LogPart(log, 0)
+            self.flash_record["qemu_log"] = str(log)
         try:
             with self._step("connect", f"start QEMU ({self.cfg.require('qemu.machine')}) and attach gdb"):
                 self._qemu = QemuProcess(
                     str(self.cfg.get("qemu.executable", "qemu-system-arm")),
                     str(self.cfg.require("qemu.machine")),
                     self.cfg.get("qemu.cpu"),
-                    self.qemu_log,
+                    log,
                     serial_pty=bool(self.cfg.get("qemu.serial_pty")),
                     icount_shift=icount_shift(self.cfg),
                 ).launch()
@@ -131,7 +140,9 @@ class QemuBoard:
 
     def _attach_kept(self, kept: KeptQemu, image: Path) -> None:
         """A new gdb and console, in this run's folder, on the kept QEMU still halted after its last run."""
-        self._qemu, self._serial, self.qemu_log, self._kept_runs = kept.qemu, kept.serial, kept.qemu.log_path, kept.runs
+        self._qemu, self._serial, self._kept_runs = kept.qemu, kept.serial, kept.runs
+        log = kept.qemu.log_path
+        self._log_part = LogPart.from_now(log)
         try:
             with self._step("connect", "attach gdb to the kept QEMU"):
                 kept.serial.log_to(self.serial_log)
@@ -141,8 +152,9 @@ class QemuBoard:
             self.close()
             raise
         self.image = image
-        self.flash_record = {"done": "skipped", "why": f"{kept.describe()} (log: {kept.qemu.log_path}); "
-                                                       "the core is reset instead of a new QEMU and download"}
+        self.flash_record = {"done": "skipped", "why": f"{kept.describe()} (log: {log}); "
+                                                       "the core is reset instead of a new QEMU and download",
+                             "qemu_log": str(log)}
 
     def attach(self) -> tuple[GdbMiSession, SerialReader]:
         """The debugger and console of the flashed target, reset and halted: for callers that drive
@@ -195,7 +207,16 @@ class QemuBoard:
         )
 
     def close(self) -> None:
-        """Stop gdb, the console reader and QEMU, whatever state they are in; safe to call twice."""
+        """Stop gdb, the console reader and QEMU (or hand QEMU to the keeper), whatever state they are in, then
+        write this run's part of a kept log into qemu.log; safe to call twice."""
+        try:
+            self._end_target()
+        finally:
+            part, self._log_part = self._log_part, None
+            if part is not None:
+                part.save(self.qemu_log, self.name)
+
+    def _end_target(self) -> None:
         gdb, serial, qemu = self._gdb, self._serial, self._qemu
         self._gdb = self._serial = self._qemu = None
         keep, self._parked = self._parked and self.keeper is not None and qemu is not None and qemu.alive, False

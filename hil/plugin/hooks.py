@@ -43,6 +43,8 @@ if TYPE_CHECKING:  # imported when the fixture is used: it pulls in the board cl
 RUN_FOLDERS = pytest.StashKey[list[Path]]()
 # Per test: run folder -> how to re-run it (`rerun(n)` -> the n-th confirmation run's folder), for --hil-confirm.
 RERUNS = pytest.StashKey[dict[str, Callable[[int], Path]]]()
+# The folder, under the artifacts root, of the kept QEMUs' own logs (one folder per session: _hil_qemu_keeper).
+KEPT_QEMU_FOLDER = "kept-qemu"
 # The markers et-hil registers; a test carrying one, or using a `hil_*` fixture, is an et-hil test.
 MARKERS = ("device", "hil_budget", "hil_requires")
 
@@ -76,9 +78,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--hil-allow-nonfinite-inputs", dest="hil_allow_nonfinite_inputs", action="store_true",
                     default=None, help=option_help("hil_allow_nonfinite_inputs",
                                                    "run inputs that hold NaN or infinity (refused by default)"))
+    # On by default; the pair of flags lets the command line beat an environment or ini file that says otherwise.
     group.addoption("--hil-keep-qemu", dest="hil_keep_qemu", action="store_true", default=None,
                     help=option_help("hil_keep_qemu", "keep one QEMU per board for the image it last ran and reset "
-                                     "its core for the next test of that image (off by default)"))
+                                     "its core for the next test of that image (the default)"))
+    group.addoption("--hil-no-keep-qemu", dest="hil_keep_qemu", action="store_false", default=None,
+                    help="start a new QEMU for every run (HIL_KEEP_QEMU=0, ini hil_keep_qemu = false)")
     group.addoption("--hil-force-flash", dest="hil_force_flash", action="store_true", default=None,
                     help=option_help("hil_force_flash", "flash every run, even a board that holds the image already "
                                      "(read back through the probe), and start a new QEMU each run"))
@@ -153,11 +158,25 @@ def _hil_board_pool(pytestconfig: pytest.Config) -> Iterator[plugin_boards.Board
 
 
 @pytest.fixture(scope="session")
-def _hil_qemu_keeper() -> Iterator[Any]:
-    """The QEMU processes kept between runs of one image (hil.boards.qemu_keep), ended with the session."""
+def _hil_qemu_keeper(pytestconfig: pytest.Config, _hil_board_pool: plugin_boards.BoardPool) -> Iterator[Any]:
+    """The QEMU processes kept between runs of one image (hil.boards.qemu_keep), ended with the session; None
+    when keeping is off (`--hil-no-keep-qemu`).
+
+    Their logs go to a folder of the session's own under the artifacts root (`kept-qemu/<time>-<pid>`: two
+    sessions, or xdist workers, sharing a root never meet), made when a QEMU first starts; never into a run
+    folder, which must not change after its run. It takes the board pool so it is torn down first: a kept
+    QEMU ends before the session's board (a lab place serving its console) is given back."""
+    if not pytestconfig.getoption("hil_keep_qemu"):
+        yield None
+        return
+    import os
+    import time
+
     from hil.boards.qemu_keep import QemuKeeper
 
-    keeper = QemuKeeper()
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    root = Path(pytestconfig.getoption("hil_artifacts")).absolute()  # the manifests name these logs: from anywhere
+    keeper = QemuKeeper(root / KEPT_QEMU_FOLDER / f"{stamp}-{os.getpid()}", session=True)
     try:
         yield keeper
     finally:
@@ -278,10 +297,8 @@ def hil_profile(
         options.setdefault("inputs_file", config.getoption("hil_inputs"))
         options.setdefault("allow_nonfinite_inputs", bool(config.getoption("hil_allow_nonfinite_inputs")))
         options.setdefault("force_flash", bool(config.getoption("hil_force_flash")))
-        # Off by default: the kept QEMU's qemu.log stays in the folder of the run that started it and grows, which
-        # a later run into that folder refuses (files changed since), and a test that counts its own children
-        # meets the session's QEMU. The rerun below takes it too.
-        options.setdefault("qemu_keeper", _hil_qemu_keeper if config.getoption("hil_keep_qemu") else None)
+        # The session's keeper (None: --hil-no-keep-qemu); the rerun below takes it too.
+        options.setdefault("qemu_keeper", _hil_qemu_keeper)
         board = options.pop("board", None) or _board_for(request, hil_board_config)
         if "required_firmware" not in options:
             options["required_firmware"] = _history_requirement(config, model, board, options.get("delegate"))

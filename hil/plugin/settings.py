@@ -2,7 +2,7 @@
 
 A setting a project keeps for every run (the board, the artifacts folder, iterations, warm-up,
 timeout, baseline, history, tolerance, the QEMU firmware, whether inputs holding NaN or infinity run,
-whether every run flashes)
+whether a session keeps QEMU between tests of one image, whether every run flashes)
 can live where pytest users look for it:
 
     [tool.pytest.ini_options]          # or pytest.ini / tox.ini / setup.cfg
@@ -82,8 +82,9 @@ SETTINGS: tuple[Setting, ...] = (
             "QEMU firmware: runtime, replay or auto (default: the board file's [qemu].firmware)"),
     Setting("hil_allow_nonfinite_inputs", "hil_allow_nonfinite_inputs", "HIL_ALLOW_NONFINITE_INPUTS", switch, False,
             "run inputs that hold NaN or infinity (refused by default; 1/true/yes/on or 0/false/no/off)"),
-    Setting("hil_keep_qemu", "hil_keep_qemu", "HIL_KEEP_QEMU", switch, False,
-            "keep one QEMU per board between tests of one image and reset its core (1/true/yes/on or 0/false/no/off)"),
+    Setting("hil_keep_qemu", "hil_keep_qemu", "HIL_KEEP_QEMU", switch, True,
+            "keep one QEMU per board between tests of one image and reset its core (on by default; "
+            "1/true/yes/on or 0/false/no/off)"),
     Setting("hil_force_flash", "hil_force_flash", "HIL_FORCE_FLASH", switch, False,
             "write the image on every run, even to a board that holds it already, and start a new QEMU each run "
             "(1/true/yes/on or 0/false/no/off)"),

@@ -21,7 +21,7 @@ from labgrid_lab import LocalLab, loopback_env
 from test_no_orphans import processes_tagged
 
 from hil.lab.labgrid_cli import session_user
-from hil.target.process import live_children
+from hil.boards.qemu_keep import unkept_children  # a QEMU this session keeps is not the lab's
 
 REPO = Path(__file__).resolve().parents[2]
 SESSION_TIMEOUT_S = 600
@@ -65,7 +65,7 @@ def lab(tmp_path):
     finally:
         lab.close()
     assert processes_tagged(tag) == [], "a lab process outlived the lab"
-    assert live_children() == []
+    assert unkept_children() == []
 
 
 def board_file(tmp_path: Path, lab: LocalLab, place: str) -> Path:
@@ -281,4 +281,4 @@ def test_an_rt700_place_lends_its_console_and_probe_server_and_the_board_flashes
         server.close()
         os.close(vcom)
         os.close(vcom_device)
-    assert processes_tagged(tag) == [] and live_children() == []
+    assert processes_tagged(tag) == [] and unkept_children() == []

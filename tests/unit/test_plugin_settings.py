@@ -45,7 +45,7 @@ INI = textwrap.dedent(
 )
 ENV_NAMES = ("HIL_BOARD", "HIL_BOARD_CONFIG", "HIL_ARTIFACTS", "HIL_ITERATIONS", "HIL_WARMUP", "HIL_TIMEOUT",
              "HIL_BASELINE", "HIL_HISTORY", "HIL_TOLERANCE", "HIL_FIRMWARE", "HIL_ALLOW_NONFINITE_INPUTS",
-             "HIL_FORCE_FLASH")
+             "HIL_FORCE_FLASH", "HIL_KEEP_QEMU")
 
 
 def _session(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -173,6 +173,31 @@ def test_force_flash_comes_from_the_command_line_the_environment_or_the_ini_file
         done = _session(project, *args, **env)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
         assert (project / "report.json").read_text() == repr(forced), (ini, args, env)
+
+
+KEEPER = textwrap.dedent(
+    """
+    import os
+
+    def test_report(_hil_qemu_keeper):
+        with open(os.environ["HIL_TEST_REPORT"], "w") as out:
+            out.write(repr(_hil_qemu_keeper is not None))
+    """
+)
+
+
+def test_a_session_keeps_qemu_unless_the_command_line_the_environment_or_the_ini_file_says_no(project):
+    (project / "test_report.py").write_text(KEEPER)
+    for ini, args, env, keeps in ((None, (), {}, True), ("false", (), {}, False),
+                                  ("off", (), {"HIL_KEEP_QEMU": "1"}, True), ("on", (), {"HIL_KEEP_QEMU": "0"}, False),
+                                  (None, ("--hil-no-keep-qemu",), {"HIL_KEEP_QEMU": "yes"}, False),
+                                  ("no", ("--hil-keep-qemu",), {"HIL_KEEP_QEMU": "no"}, True)):
+        (project / "pyproject.toml").write_text(f'[tool.pytest.ini_options]\nhil_keep_qemu = "{ini}"\n'
+                                                if ini else "")
+        done = _session(project, *args, **env)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+        assert (project / "report.json").read_text() == repr(keeps), (ini, args, env)
+    assert not (project / "hil-artifacts").exists()  # no QEMU started: no folder for kept logs either
 
 
 def test_a_switch_that_is_no_yes_or_no_is_refused_naming_where_it_came_from(project):

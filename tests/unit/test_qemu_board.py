@@ -20,6 +20,7 @@ from hil.boards.qemu import QemuBoard
 from hil.config.board_config import BoardConfig, load_board_config
 from hil.base.errors import BoardConfigError, TargetError, TimeoutExpired
 from hil.firmware.qemu_image import build_qemu_image
+from hil.boards.qemu_keep import session_kept_pids
 from hil.target.process import ManagedProcess, live_children, os_children
 from hil.target.qemu import QemuProcess
 from hil.target.ports import port_listening
@@ -58,12 +59,14 @@ def image(etdump: bytes, cache: Path, runs: int = RUNS, **options) -> Path:
 
 
 def kill_child_soon(prefix: str, delay: float) -> threading.Thread:
-    """SIGKILL our child whose name starts with `prefix` after `delay` s, while run() is busy."""
+    """SIGKILL our child whose name starts with `prefix` after `delay` s, while run() is busy (never a QEMU
+    the pytest session keeps: not the run's)."""
 
     def kill() -> None:
         time.sleep(delay)
+        kept = session_kept_pids()
         for pid, name in os_children():
-            if name.startswith(prefix):
+            if name.startswith(prefix) and pid not in kept:
                 os.kill(pid, signal.SIGKILL)
 
     thread = threading.Thread(target=kill, daemon=True)

@@ -19,7 +19,7 @@ from hil.probe.pyocd_flash import flash_image, resolve_probe_id
 from hil.boards.rt700 import serial_url_for
 from hil.target.gdbmi import GdbMiSession
 from hil.target.ports import LOOPBACK, free_tcp_port
-from hil.target.process import live_children
+from hil.boards.qemu_keep import unkept_children  # the session's kept QEMU is not a leak
 
 UID = "0BFJXK2W3NM3J"
 
@@ -32,7 +32,7 @@ def server(tmp_path):
         yield probe_id, log
     finally:
         process.close()
-    assert live_children() == []
+    assert unkept_children() == []
 
 
 def board(probe_id: str, **extra):

@@ -19,7 +19,7 @@ from hil.config.board_config import load_board_config
 from hil.base.errors import BoardConfigError, TargetError, TimeoutExpired
 from hil.probe.gdbserver import PyocdGdbServer, gdbserver_argv
 from hil.probe.lock import ProbeLock
-from hil.target.process import live_children
+from hil.boards.qemu_keep import unkept_children  # the session's kept QEMU is not a leak
 
 UID = "0BFJXK2W3NM3J"
 
@@ -116,7 +116,7 @@ def test_gdbserver_without_probe_fails_fast_and_leaves_no_process(tmp_path):
     assert time.monotonic() - start < 20
     assert str(log) in str(err.value) and "NOSUCHPROBE42" in str(err.value)
     assert "unrecognized arguments" not in log.read_text()  # every flag we pass exists in pyOCD 0.46.0
-    assert server.process.returncode is not None and live_children() == []
+    assert server.process.returncode is not None and unkept_children() == []
 
 
 def test_gdbserver_argv_never_waits_or_prompts():

@@ -19,7 +19,7 @@ from hil.base.paths import FIRMWARE_DIR
 from hil.config.board_config import MemoryRegion
 from hil.target.gdbmi import GdbMiSession
 from hil.target.ports import LOOPBACK
-from hil.target.process import close_all, live_children
+from hil.boards.qemu_keep import unkept_children
 from hil.target.qemu import QemuProcess
 from hil.target.stack_mark import PAINT_WORD, high_water, read_stack_mark
 
@@ -83,8 +83,9 @@ def test_an_image_that_does_not_paint_is_not_measured() -> None:
 @pytest.fixture(autouse=True)
 def no_orphans() -> Iterator[None]:
     yield
-    leaked = live_children()
-    close_all()
+    leaked = unkept_children()  # a QEMU the pytest session keeps is not this test's (hil.boards.qemu_keep)
+    for child in leaked:
+        child.close(grace=0.5)
     assert leaked == []
 
 
