@@ -73,10 +73,11 @@ test: setup sources firmware-check
 	RT700_SDK_DIR=$(HIL_SOURCES) $(PY) -m pytest --board qemu -n $(TEST_JOBS) --dist loadgroup $(TEST_ARGS)
 
 # The inner loop: every unit test and the system tests that build no firmware image and boot no QEMU, picked by
-# `--durations` (CONTRIBUTING.md, "make check"). No source workspace needed; `make test` stays the whole suite.
+# `--durations` (CONTRIBUTING.md, "make check"), on the same two workers. No source workspace needed; `make test`
+# stays the whole suite.
 CHECK_SYSTEM ?= tests/system/test_plugin_manners.py
 check: setup
-	$(PY) -m pytest -q -p no:cacheprovider --board qemu --durations=10 tests/unit $(CHECK_SYSTEM) $(TEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider --board qemu -n $(TEST_JOBS) --dist loadgroup --durations=10 tests/unit $(CHECK_SYSTEM) $(TEST_ARGS)
 
 # Mutation testing of the code that computes what users act on (hil/analysis/, hil/regress/compare.py,
 # budgets.py, stats.py; the list is [tool.mutmut] in pyproject.toml). Not part of `make test`: it runs

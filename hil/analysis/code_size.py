@@ -12,16 +12,24 @@ ranges cover code only: a kernel's constants (tables, message strings) count wit
 is everything else (the executor, the PAL, ETDump, libc, the application).
 
 The profile's operators (`aten.convolution.default`, `native_call_convolution.out`) map to the kernel
-of their name; an operator the program delegated runs on the delegate, not on a kernel of this image.
+of their name among the image's kernel units (kernel_unit_of: `_softmax` is op_softmax.cpp's,
+`_native_batch_norm_legit_no_training` op_native_batch_norm.cpp's); an operator the program delegated
+runs on the delegate, not on a kernel of this image.
+
+The sizes depend on the image's bytes only, and reading the DWARF ranges is about half a second of a warm
+run: they are kept per image sha256 in the cache (`code-size/`), recomputed when that entry is unreadable.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from hil.base import atomic
+from hil.base.paths import cache_dir
 from hil.records import events as ev
 from hil.records.elf_reader import ElfImage, ElfReadError, read_elf
 from hil.records.profile_model import as_event
@@ -30,6 +38,8 @@ from hil.records.profile_model import as_event
 KERNEL_UNIT = re.compile(r"^op_(?P<name>\w+)\.(?:cpp|cc|c)$")
 MODEL_SECTION = ".modeldata"
 NOT_IN_IMAGE_DELEGATED = "not in this image: delegated"
+# The memo's format and method: a change of either makes every kept entry a miss.
+SIZES_MEMO_VERSION = 1
 
 
 def flash_bytes(elf: ElfImage) -> int:
@@ -73,6 +83,22 @@ def operator_kernel(operator: str) -> str:
     return parts[1] if len(parts) >= 2 else parts[0]
 
 
+def kernel_unit_of(operator: str, kernels: Mapping[str, int]) -> str | None:
+    """The kernel unit, among the image's `kernels`, whose code runs `operator`; None when none does.
+
+    By name first (`op__to_dim_order_copy.cpp` keeps its underscores); then without the leading underscores
+    of ATen's private operators (`_softmax` is op_softmax.cpp's); then the longest unit name the operator's
+    name starts with up to an underscore (`native_batch_norm` for `_native_batch_norm_legit_no_training`).
+    Only units the image holds are candidates, and it holds just the program's kernels."""
+    name = operator_kernel(operator)
+    for candidate in (name, name.lstrip("_")):
+        if candidate in kernels:
+            return candidate
+    bare = name.lstrip("_")
+    prefixes = [unit for unit in kernels if bare.startswith(unit + "_")]
+    return max(prefixes, key=len) if prefixes else None
+
+
 def profile_operators(events: Iterable[Any]) -> dict[str, tuple[bool, tuple[str, ...]]]:
     """The profile's operators, each with whether it ran delegated and its op types: a CPU operator by its
     event's name (`native_call_addmm.out`: the kernel that ran, whatever op types it fused), a delegated
@@ -87,17 +113,19 @@ def profile_operators(events: Iterable[Any]) -> dict[str, tuple[bool, tuple[str,
     return found
 
 
-def code_size_section(elf: ElfImage, events: Iterable[Any]) -> dict[str, Any]:
-    """profile.json's `code_size` section (docs/profile-format.md)."""
-    total, functions, kernels = kernel_sizes(elf)
+def code_size_section(elf: ElfImage, events: Iterable[Any],
+                      sizes: tuple[int, int, dict[str, int]] | None = None) -> dict[str, Any]:
+    """profile.json's `code_size` section (docs/profile-format.md); `sizes`, kernel_sizes(elf) when known."""
+    total, functions, kernels = sizes if sizes is not None else kernel_sizes(elf)
     operators: dict[str, dict[str, Any]] = {}
     for name, (delegated, op_types) in profile_operators(events).items():
-        kernel = operator_kernel(name)
+        kernel = None if delegated else kernel_unit_of(name, kernels)
         entry: dict[str, Any] = {"op_types": list(op_types)}
-        if not delegated and kernel in kernels:
+        if kernel is not None:
             entry.update(kernel=f"op_{kernel}", bytes=kernels[kernel])
         else:
-            note = NOT_IN_IMAGE_DELEGATED if delegated else f"not in this image: no kernel unit op_{kernel}"
+            note = (NOT_IN_IMAGE_DELEGATED if delegated
+                    else f"not in this image: no kernel unit op_{operator_kernel(name)}")
             entry.update(kernel=None, bytes=None, note=note)
         operators[name] = entry
     kernel_bytes = sum(kernels.values())
@@ -121,7 +149,31 @@ def footprint_sections(image: Path, built: Mapping[str, Any], stack: Mapping[str
     sections: dict[str, Any] = {} if stack is None else {"stack": dict(stack)}
     try:
         elf = read_elf(image)
-        sections["code_size"] = code_size_section(elf, [as_event(e) for e in built.get("events") or ()])
+        sections["code_size"] = code_size_section(elf, [as_event(e) for e in built.get("events") or ()],
+                                                  remembered_sizes(elf))
     except ElfReadError as exc:
         sections["code_size"] = {"image": Path(image).name, "note": f"no code size: {exc}"}
     return sections
+
+
+def remembered_sizes(elf: ElfImage) -> tuple[int, int, dict[str, int]]:
+    """kernel_sizes(elf), from the cache when this image's bytes were measured before (by sha256).
+
+    A memo that is unreadable, of another version or another image is measured again and rewritten; a
+    cache that cannot be written (shared read-only) only costs the time."""
+    digest = elf.sha256
+    path = cache_dir() / "code-size" / f"{digest}.json"
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        if kept.get("version") == SIZES_MEMO_VERSION and kept.get("sha256") == digest:
+            return int(kept["total"]), int(kept["functions"]), {str(k): int(v) for k, v in kept["kernels"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    total, functions, kernels = kernel_sizes(elf)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_json(path, {"version": SIZES_MEMO_VERSION, "sha256": digest, "total": total,
+                                 "functions": functions, "kernels": kernels})
+    except OSError:
+        pass
+    return total, functions, kernels

@@ -13,6 +13,7 @@ offset into the segment); a NOBITS section (.bss) is never loaded and has no LMA
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import re
@@ -86,6 +87,7 @@ class ElfImage:
 
     def __init__(self, path: Path, data: bytes) -> None:
         self.path = path
+        self.sha256 = hashlib.sha256(data).hexdigest()  # of the bytes read, whatever the file holds later
         self._elf = ELFFile(io.BytesIO(data))
         self.is_arm = self._elf["e_machine"] == "EM_ARM"
         self.pointer_size = 4 if self._elf.elfclass == 32 else 8

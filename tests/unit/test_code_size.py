@@ -4,13 +4,16 @@ binutils' `nm --size-sort` and `readelf -S` of the same image and the sizes the 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from hil.analysis.code_size import NOT_IN_IMAGE_DELEGATED, code_size_section, operator_kernel
+from hil.analysis import code_size
+from hil.analysis.code_size import NOT_IN_IMAGE_DELEGATED, code_size_section, kernel_unit_of, operator_kernel
 from hil.records.elf_reader import read_elf
 from hil.records.profile_model import Event
 
@@ -103,3 +106,44 @@ def test_kernels_and_runtime_add_up_to_nms_sizes(image: Path) -> None:
 ])
 def test_operator_names_map_to_their_kernel_source(operator: str, kernel: str) -> None:
     assert operator_kernel(operator) == kernel
+
+
+# Units of ExecuTorch's kernels/portable/cpu as an image holds them: op_softmax.cpp defines `_softmax.out`,
+# op_native_batch_norm.cpp the `_native_batch_norm_legit*` family, op__to_dim_order_copy.cpp keeps its `_`.
+IMAGE_UNITS = {"softmax": 10, "native_batch_norm": 20, "_to_dim_order_copy": 30, "add": 40, "addmm": 50}
+
+
+@pytest.mark.parametrize(("operator", "unit"), [
+    ("native_call__softmax.out", "softmax"),
+    ("aten._softmax.default", "softmax"),
+    ("native_call__native_batch_norm_legit_no_training.out", "native_batch_norm"),
+    ("native_call__to_dim_order_copy.out", "_to_dim_order_copy"),
+    ("native_call_addmm.out", "addmm"),
+    ("native_call_add.out", "add"),
+    ("native_call_mean.out", None),  # not in the image: said, never given another kernel's bytes
+    ("native_call_adds.out", None),  # `add` is not a prefix up to an underscore
+])
+def test_an_operator_gets_the_unit_of_the_image_that_runs_it(operator: str, unit: str | None) -> None:
+    assert kernel_unit_of(operator, IMAGE_UNITS) == unit
+
+
+def test_the_sizes_are_measured_once_per_image_bytes(image: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HIL_CACHE_DIR", str(tmp_path))
+    measured = code_size.kernel_sizes(read_elf(image))
+    assert code_size.remembered_sizes(read_elf(image)) == measured
+    memo = tmp_path / "code-size" / f"{hashlib.sha256(image.read_bytes()).hexdigest()}.json"
+    assert json.loads(memo.read_text())["kernels"] == measured[2]
+
+    def no_dwarf(_elf):
+        raise AssertionError("measured again")
+
+    monkeypatch.setattr(code_size, "kernel_sizes", no_dwarf)
+    assert code_size.remembered_sizes(read_elf(image)) == measured  # from the memo
+    other = tmp_path / "other.elf"
+    other.write_bytes(image.read_bytes() + b"\0")  # other bytes: another entry, measured
+    with pytest.raises(AssertionError, match="measured again"):
+        code_size.remembered_sizes(read_elf(other))
+    memo.write_text(json.dumps({**json.loads(memo.read_text()), "sha256": "0" * 64}))  # an entry of another image
+    with pytest.raises(AssertionError, match="measured again"):
+        code_size.remembered_sizes(read_elf(image))
