@@ -63,6 +63,9 @@ _RUNTIME_VERSION = "2"
 # Bump when an image entry's layout changes (2: it holds the record of its ELF, hil.base.entry_check).
 _IMAGE_VERSION = "2"
 IMAGE_WHAT = "QEMU runtime image"
+# The image CMake's choice of kernels (firmware/qemu/runtime/CMakeLists.txt): ON links the prebuilt portable_kernels
+# library, every kernel compiled once per runtime folder; "OFF" in `options` compiles the program's own kernel files.
+KERNELS_PREBUILT = "HIL_KERNELS_PREBUILT"
 # What shapes the runtime libraries (besides the ExecuTorch sources, the compiler and flatc), under FIRMWARE_DIR.
 _RUNTIME_INPUTS = ("cmake", "qemu/runtime/CMakeLists.txt")
 # What shapes one image on top of its runtime.
@@ -268,7 +271,9 @@ def _configure_command(source: Path, root: Path, build: Path, model: Path, flatc
                f"-DPYTHON_EXECUTABLE={sys.executable}", f"-DHIL_PYTHONPATH={PACKAGE_DIR.parent}"]
     if flatc is not None:
         command.append(f"-DFLATC_EXECUTABLE={flatc}")
-    return command + [f"-D{name}={value}" for name, value in options.items()]
+    # Said every time: a CMake cache keeps the last configure's value, and the image key holds only `options`.
+    settings = {KERNELS_PREBUILT: "ON", **options}
+    return command + [f"-D{name}={value}" for name, value in settings.items()]
 
 
 def _first_error(log: Path) -> str | None:

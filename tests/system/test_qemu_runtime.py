@@ -16,6 +16,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -219,6 +220,54 @@ def test_kernels_defined_through_pattern_macros_run_on_the_target_as_on_the_host
     # The same portable kernels; newlib's tanhf/expf against the host's libm may differ in the last bits.
     assert torch.allclose(target[0], host[0], rtol=1e-5, atol=1e-6), (target[0], host[0])
     assert len(set(host[0].flatten().tolist())) > 8  # computed values, not a fill byte
+
+
+GATE_MODEL = """
+import torch
+
+class Gate(torch.nn.Module):
+    def forward(self, x):
+        return torch.sigmoid(x) * torch.abs(x + {offset!r})
+
+def factory():
+    torch.manual_seed(9)
+    return Gate().eval(), (torch.randn(1, 32),)
+"""
+
+
+def _ninja_entries(log: Path) -> dict[str, tuple[str, str]]:
+    """Target -> (mtime, command hash) from Ninja's log (v5: start, end, mtime, target, hash; tab-separated). Ninja
+    rewrites the file now and then, so what a build compiled is what changed between two reads, not new lines."""
+    entries = {}
+    for line in log.read_text().splitlines():
+        fields = line.split("\t")
+        if not line.startswith("#") and len(fields) == 5:
+            entries[fields[3]] = (fields[2], fields[4])
+    return entries
+
+
+def test_a_new_programs_image_compiles_its_registration_and_links_the_prebuilt_kernels(two_boots, tmp_path) -> None:
+    """The runtime folder holds every portable kernel in ExecuTorch's portable_kernels library; an image of an op
+    set (sigmoid, abs, add, mul) compiles no kernel file: Ninja's own log of the build says what it compiled, the
+    build file what the ELF was linked from, and nm that the image still holds only the program's kernels."""
+    runtime = Path(json.loads((two_boots[0] / "manifest.json").read_text())["firmware"]).parents[2]
+    ninja_log = runtime / "build" / ".ninja_log"
+    before = _ninja_entries(ninja_log)
+    model = tmp_path / "gate.py"
+    # A program no earlier run of this cache holds (the offset is a constant of the .pte): its image is built here.
+    model.write_text(GATE_MODEL.format(offset=time.time_ns() % 10**9 / 10**9))
+    run = _ran(tmp_path / "run", f"{model}:factory")
+    elf = json.loads((run / "manifest.json").read_text())["firmware"]
+    assert Path(elf).parents[2] == runtime
+    built = sorted(target for target, stamp in _ninja_entries(ninja_log).items() if before.get(target) != stamp)
+    assert any("RegisterCodegenUnboxedKernelsEverything" in target for target in built), built  # this image's build
+    assert not [target for target in built if "/kernels/portable/cpu/op_" in target], built
+    link = re.search(r"^build hil_qemu_runtime\.elf:.*?\n(?:  .*\n)*", (runtime / "build" / "build.ninja").read_text(),
+                     re.MULTILINE)
+    assert link is not None and "libportable_kernels.a" in link.group(0) and "hil_model_kernels" not in link.group(0)
+    nm = subprocess.run(["arm-none-eabi-nm", "-C", "--defined-only", elf], capture_output=True, text=True,
+                        timeout=60, check=True).stdout
+    assert set(re.findall(r"torch::executor::native::(\w+_out)\(", nm)) == {"sigmoid_out", "abs_out", "add_out", "mul_out"}
 
 
 def test_a_simulated_neutron_program_runs_on_the_target_with_the_simulations_kernel_times(tmp_path) -> None:
