@@ -1,8 +1,10 @@
-"""The portable kernel sources one program needs: what the QEMU runtime image compiles per model.
+"""The portable kernel sources one program needs: which of them the QEMU runtime image holds.
 
 Why: ExecuTorch's `portable_kernels` library is all 170-odd operator files of
 `kernels/portable/cpu/`; a board image needs only the program's operators (as Arm's and NXP's
-runners build them). Each operator of the program (`aten::convolution` + overload `out`) is looked
+runners build them). The image links them from that library, built once per runtime folder; this
+list refuses, before any build, a program with an operator no portable kernel defines, and it is
+what the selective build (HIL_KERNELS_PREBUILT=OFF) compiles. Each operator of the program (`aten::convolution` + overload `out`) is looked
 up in `kernels/portable/functions.yaml` for its kernel function (`torch::executor::convolution_out`),
 and that function's definition is found in the operator files. The registration code itself comes
 from ExecuTorch's own codegen (`gen_selected_ops`, in the image's CMake).
