@@ -87,7 +87,7 @@ class ElfImage:
 
     def __init__(self, path: Path, data: bytes) -> None:
         self.path = path
-        self.sha256 = hashlib.sha256(data).hexdigest()  # of the bytes read, whatever the file holds later
+        self._data = data
         self._elf = ELFFile(io.BytesIO(data))
         self.is_arm = self._elf["e_machine"] == "EM_ARM"
         self.pointer_size = 4 if self._elf.elfclass == 32 else 8
@@ -134,6 +134,11 @@ class ElfImage:
     def section_bytes(self, section: Section) -> bytes:
         """The file contents of allocated `section` (empty for NOBITS)."""
         return self._bytes.get(section.name, b"")
+
+    @cached_property
+    def sha256(self) -> str:
+        """Of the bytes read, whatever the file holds later; computed only when asked (the code-size memo's key)."""
+        return hashlib.sha256(self._data).hexdigest()
 
     @cached_property
     def _by_name(self) -> dict[str, list[Symbol]]:
