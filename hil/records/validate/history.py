@@ -73,11 +73,16 @@ def check_run_row(row: dict[str, Any], path: Path | str) -> dict[str, Any]:
 
 
 def check_event_row(row: dict[str, Any], path: Path | str) -> dict[str, Any]:
-    """One row of `events` with `op_types` decoded: an event as a profile holds it (statistics, no times)."""
+    """One row of `events` with `op_types` (and the user's `modules` and `sources`) decoded: an event as a
+    profile holds it (statistics, no times)."""
     fields = Fields(f"history database {path}, run {describe(row.get('run_id'))}")
     key = fields.text(row.get("key"), f"event {describe(row.get('seq'))}.key", optional=False)
     where = f"event {key}"
     decoded = dict(row, op_types=_json(fields, row.get("op_types"), at(where, "op_types")) or [])
+    for places in ("modules", "sources"):  # later columns: absent or NULL in rows written before them
+        value = _json(fields, decoded.pop(places, None), at(where, places))
+        if value:
+            decoded[places] = value
     check_event(fields, decoded, where)
     return decoded
 
