@@ -29,6 +29,12 @@ def parse_tolerance(text: str) -> float:
 # Events that contain others (a method its operators and delegate calls, a delegate call its kernels)
 # rank after what they contain when regressions are named.
 _CONTAINER_RANK = {DELEGATE_CALL: 1, METHOD: 2}
+
+
+def naming_order(kind: str, delta_us: float) -> tuple[int, float]:
+    """The sort key that names slower events: operators before their containers, most time added first
+    (the report finds the gate's "first" regression of a stored comparison with it)."""
+    return _CONTAINER_RANK.get(kind, 0), -delta_us
 REGRESSION, IMPROVEMENT, UNCHANGED, ADDED, REMOVED = "regression", "improvement", "unchanged", "added", "removed"
 UNJUDGED = "unjudged"
 # Slower than every limit, but no rule can decide with these runs (the rules: hil.regress.compare).
@@ -91,7 +97,7 @@ class Comparison:
         A method's time includes every operator's, so when one convolution slows down `Method::execute`
         adds at least as much and would otherwise always be named first, hiding the cause.
         """
-        return sorted(self._by(REGRESSION), key=lambda d: (_CONTAINER_RANK.get(d.kind, 0), -d.delta_us))
+        return sorted(self._by(REGRESSION), key=lambda d: naming_order(d.kind, d.delta_us))
 
     @property
     def improvements(self) -> list[EventDelta]:
@@ -109,7 +115,7 @@ class Comparison:
     @property
     def cannot_judge(self) -> list[EventDelta]:
         """Events slower than every limit that no rule could decide: more baseline runs are needed."""
-        return sorted(self._by(CANNOT_JUDGE), key=lambda d: (_CONTAINER_RANK.get(d.kind, 0), -d.delta_us))
+        return sorted(self._by(CANNOT_JUDGE), key=lambda d: naming_order(d.kind, d.delta_us))
 
     @property
     def runs_needed(self) -> int:

@@ -19,71 +19,37 @@ from typing import Any
 from hil.base import atomic
 from hil.records.profile_model import Profile
 from hil.regress import history
-from hil.regress.compare import Comparison, compare_profiles
-from hil.regress.identity import op_types_text, readable_names
+from hil.regress.compare import compare_profiles
 from hil.regress.timebase import TimeBase
 from hil.report import svg
+from hil.report.layer_trend import layer_trend
+from hil.report.marks import REGRESSION, STYLES, legend_html, mark_of, marks_css, not_judged_reason
+from hil.report.tables import bars, diff_table, fmt, recorded_table
 from hil.report.timeline import layout_iteration
-
-MAX_BARS = 40
-_ROW_CSS = {"regression": "reg", "improvement": "imp", "cannot judge": "warn"}
+from hil.report.trend import SHORT_SHA, TrendPoint, trend
 
 _CSS = """
 body{font:14px system-ui,sans-serif;margin:24px;color:#222;max-width:980px}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;cursor:pointer;border-bottom:1px solid #ccc}
 h3{font-size:15px;margin:18px 0 6px}section.collapsed>div{display:none}
-.chart text{font:11px system-ui,sans-serif;fill:#333}
+p,h3,li{overflow-wrap:anywhere}svg.chart{max-width:100%;height:auto}
+.chart text{font:11px system-ui,sans-serif;fill:#333}.chart text.sha{font-family:monospace}
 .npu{fill:#2a9d8f}.cpu{fill:#e76f51}.method{fill:#8d99ae}.call{fill:#e9c46a}.other{fill:#adb5bd}
 .axis{stroke:#999}.grid{stroke:#eee}.line-total{fill:none;stroke:#264653;stroke-width:2}
 .line-npu{fill:none;stroke:#2a9d8f;stroke-width:1.5;stroke-dasharray:4 3}
-.point{fill:#264653}.flag{fill:#d62828}
-table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
-td:first-child,th:first-child,td.l,th.l{text-align:left}.reg{color:#d62828}.imp{color:#2a9d8f}.warn{color:#b36b00}
+.point{fill:#264653}.chart text.change{font-weight:bold}
+table{border-collapse:collapse;margin:6px 0;max-width:100%}
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;white-space:nowrap}
+td:first-child,th:first-child,td.l,th.l{text-align:left;white-space:normal}div.wide{overflow-x:auto}.reg{color:#d62828}.imp{color:#2a9d8f}.warn{color:#b36b00}
 .legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}
+.legend span.mark-key{width:auto;height:auto;margin:0 14px 0 0}.legend.marks svg{vertical-align:middle}
+ul.flagged{padding-left:20px}.layer{font-family:monospace}
 """
 
 _JS = """
 document.querySelectorAll('h2').forEach(function(h){h.addEventListener('click',function(){
   h.parentElement.classList.toggle('collapsed');});});
 """
-
-
-def _fmt(value: Any, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.1f}"
-
-
-def _bars(profile: Profile) -> str:
-    events = sorted(profile.of_kind("npu_kernel", "cpu_op"), key=lambda e: -e.spread[0])[:MAX_BARS]
-    names = {id(e): name for e, name in zip(profile.events, readable_names(profile.events))}
-    bars = [svg.Bar(names[id(e)], e.spread[0], str(e.kind),
-                    f"{names[id(e)]} ({e.kind}; op types {op_types_text(e)})") for e in events]
-    if not bars:
-        return "<p>No operator events.</p>"
-    totals = profile.totals_us
-    legend = ('<p class="legend"><span class="npu" style="background:#2a9d8f"></span>NPU kernels '
-              f"{_fmt(totals.get('npu_kernels'))} us<span style=\"background:#e76f51\"></span>CPU operators "
-              f"{_fmt(totals.get('cpu_ops'))} us; NPU fraction {_fmt(profile.npu_fraction, 3)}</p>")
-    return legend + svg.bar_chart(bars, label=f"per-op p50 of {profile.model}")
-
-
-def _diff_table(comparison: Comparison, title: str, limit: int = 10) -> str:
-    """The largest changes between two runs, as numbers only: a diff, never a verdict (the gate's is above)."""
-    rows = sorted((d for d in comparison.deltas if d.baseline_us is not None and d.now_us is not None),
-                  key=lambda d: -abs(d.delta_us))[:limit]
-    if not rows:
-        return f"<p>{escape(title)}: no event in both runs.</p>"
-    body = "".join(
-        f'<tr><td>{escape(d.name)}</td><td class="l">{escape(d.kind)}</td><td class="l">{escape(d.op_types)}</td>'
-        f"<td>{_fmt(d.baseline_us)}</td><td>{_fmt(d.now_us)}</td><td>{_signed(d.change_pct)}</td><td>{d.delta_us:+.1f}</td></tr>"
-        for d in rows
-    )
-    head = ("<tr><th>event</th><th class='l'>kind</th><th class='l'>op types</th><th>previous us</th><th>now us</th>"
-            "<th>change %</th><th>change us</th></tr>")
-    return f"<h3>{escape(title)}</h3><table>{head}{body}</table>"
 
 
 def gate_verdict(run: dict[str, Any]) -> tuple[str, str, str]:
@@ -101,59 +67,33 @@ def gate_verdict(run: dict[str, Any]) -> tuple[str, str, str]:
     return status, str(decision.get("reason") or status), str(stored.get("baseline") or "baseline")
 
 
-def _recorded_table(recorded: dict[str, Any], title: str, limit: int = 20) -> str:
-    rows = [e for e in recorded.get("events", []) if e.get("verdict") in ("regression", "improvement", "cannot judge")]
-    rows.sort(key=lambda e: (e["verdict"] != "regression", -abs(e.get("change_pct") or 0)))
-    rows = rows[:limit]
-    if not rows:
-        return f"<p>{escape(title)}: no regression, no improvement.</p>"
-    body = "".join(
-        f'<tr class="{_ROW_CSS[e["verdict"]]}"><td>{escape(str(e["name"]))}</td>'
-        f'<td class="l">{escape(str(e["kind"]))}</td><td class="l">{escape(str(e["op_types"]))}</td>'
-        f'<td>{_fmt(e.get("baseline_us"))}</td><td>{_fmt(e.get("now_us"))}</td><td>{(e.get("change_pct") or 0):+.1f}</td>'
-        f'<td>{escape(e["verdict"])}</td></tr>'
-        for e in rows
-    )
-    head = "<tr><th>event</th><th class='l'>kind</th><th class='l'>op types</th><th>baseline us</th><th>now us</th><th>change %</th><th></th></tr>"
-    return f"<h3>{escape(title)}</h3><table>{head}{body}</table>"
-
-
-def _flagged_runs(runs: list[dict[str, Any]], points: list[svg.TrendPoint]) -> str:
-    """Every flagged run but the latest, with the worst rows of its baseline comparison."""
-    parts = []
-    for run, point in list(zip(runs, points))[:-1]:
-        if not point.flagged:
+def _flagged_runs(items: list[tuple[dict[str, Any], Profile]]) -> str:
+    """Every marked run but the latest (the headline says its verdict), its reason said once; a regression
+    with the worst rows of its comparison."""
+    lines, tables = [], []
+    for run, _ in items[:-1]:
+        mark = mark_of(run)
+        if not mark.kind:
             continue
-        title = f"Flagged run {point.label}: {point.flagged} ({gate_verdict(run)[1] or 'no comparison'})"
-        recorded = run.get("comparison")
-        parts.append(_recorded_table(recorded, title, limit=5) if recorded else f"<h3>{escape(title)}</h3>")
-    return "\n".join(parts)
-
-
-def _flags(run: dict[str, Any]) -> str:
-    """Why a run is marked on the trend: the test failed, or the gate's stored verdict was not a pass."""
-    status, _, baseline = gate_verdict(run)
-    flags = [] if run["passed"] else ["failed"]
-    if judged_of(run).startswith("no"):  # compared with nothing: said as such, never "against" a baseline
-        flags.append(f"not judged ({judged_of(run)[len('no: '):]})")
-    elif status and status != "pass":
-        flags.append(f"{status} against {baseline}")
-    return "; ".join(flags)
+        name = f"{run['time']} {str(run.get('git_commit') or '')[:SHORT_SHA]}".strip()
+        lines.append(f'<li><span class="{STYLES[mark.kind].css}-text">{STYLES[mark.kind].name}'
+                     f"</span>, run {escape(name)}: {escape(mark.reason)}</li>")
+        if mark.kind == REGRESSION and run.get("comparison"):
+            tables.append(recorded_table(run["comparison"], f"Regression of run {name}", limit=5))
+    if not lines:
+        return ""
+    return f'<h3>Marked runs before the latest</h3><ul class="flagged">{"".join(lines)}</ul>' + "".join(tables)
 
 
 def judged_of(run: dict[str, Any]) -> str:
-    """Whether the gate judged a run, as stored with it: "yes", "no: <why>", or "" when it was not asked."""
-    stored = run.get("comparison") or {}
-    decision = stored.get("decision") or {}
-    if not stored:
+    """Whether the gate judged a run, as stored with it: "yes", "no", or "" when it was not asked."""
+    if not run.get("comparison"):
         return ""
-    judged = decision.get("judged")
-    if judged is None:  # stored before `judged` was: a cannot-judge status is the only unjudged verdict
-        judged = decision.get("status") != "cannot judge"
-    return "yes" if judged else f"no: {decision.get('reason') or decision.get('not_judged') or '?'}"
+    return "yes" if not_judged_reason(run) is None else "no"
 
 
 def _headline(run: dict[str, Any]) -> str:
+    """The latest run's verdict, its one line said once (the trend's mark of it has it on hover)."""
     status, reason, baseline = gate_verdict(run)
     if not status:
         return "<p><b>Gate verdict of the latest run:</b> not compared (the session had no --hil-baseline or --hil-history).</p>"
@@ -176,21 +116,24 @@ def _by_time_base(runs: list[dict[str, Any]], profiles: list[Profile]) -> dict[s
 
 
 def _trend(model: str, board: str, key: str, items: list[tuple[dict[str, Any], Profile]], several: bool) -> str:
-    """One time base's trend chart (or, when none of its runs has figures, the list of those runs)."""
+    """One time base's trend chart with its marks' legend, the runs it marked and the flagged layer's trend
+    (or, when none of its runs has figures, the list of those runs)."""
     runs = [run for run, _ in items]
     base = TimeBase.parse(key)
-    mark = ("" if not several else
-            " <b class=warn>(another time base than the latest run's: not comparable with it, never on its line)</b>")
-    title = f"Nightly trend in time base {escape(base.describe())}: {len(runs)} run(s){mark}"
+    other = ("" if not several else
+             " <b class=warn>(another time base than the latest run's: not comparable with it, never on its line)</b>")
+    title = f"Nightly trend in time base {escape(base.describe())}: {len(runs)} run(s){other}"
     if all(run.get("total_us") is None for run in runs):
         listed = ", ".join(f"{escape(str(r['time']))} ({'passed' if r['passed'] else 'failed'})" for r in runs)
         return f"<h3>{title}</h3><p>No figures (runs that left no profile): {listed}.</p>"
-    points = [svg.TrendPoint(f"{run['time']} {str(run.get('git_commit') or '')[:8]}".strip(), run.get("total_us"),
-                             run.get("npu_fraction"), _flags(run), when=str(run["time"])) for run in runs]
-    parts = [f"<h3>{title}; total latency (solid) and NPU fraction (dashed); red = the test failed or the gate's "
-             "verdict was not a pass</h3>", svg.trend(points, label=f"trend of {model} on {board} in {key}"),
-             _flagged_runs(runs, points)]
-    return "\n".join(parts)
+    points = [TrendPoint(f"{run['time']} {str(run.get('git_commit') or '')[:SHORT_SHA]}".strip(), run.get("total_us"),
+                         run.get("npu_fraction"), mark_of(run), when=str(run["time"]),
+                         commit=str(run.get("git_commit") or "")) for run in runs]
+    kinds = {point.mark.kind for point in points if point.value is not None}
+    parts = [f"<h3>{title}; total latency (solid) and NPU fraction (dashed)</h3>",
+             trend(points, label=f"trend of {model} on {board} in {key}"), legend_html(kinds),
+             _flagged_runs(items), layer_trend(model, board, key, items)]
+    return "\n".join(part for part in parts if part)
 
 
 def _section(model: str, board: str, runs: list[dict[str, Any]], profiles: list[Profile]) -> str:
@@ -201,22 +144,22 @@ def _section(model: str, board: str, runs: list[dict[str, Any]], profiles: list[
     parts = [
         f"<section><h2>{escape(model)} on {escape(board)}</h2><div>",
         f"<p>{len(runs)} run(s); latest {escape(str(latest_run['time']))}, commit {escape(_commit(latest_run))}, "
-        f"{'passed' if latest_run['passed'] else '<b class=reg>failed</b>'}, total {_fmt(latest_run.get('total_us'))} us, "
+        f"{'passed' if latest_run['passed'] else '<b class=reg>failed</b>'}, total {fmt(latest_run.get('total_us'))} us, "
         f"time base {escape(TimeBase.parse(latest_key).describe())}, "
         f"judged {escape(judged or 'not asked')}, artifacts {escape(str(latest_run.get('artifacts') or '-'))}</p>",
         _headline(latest_run),
         *(_trend(model, board, key, items, key != latest_key) for key, items in groups.items()),
-        "<h3>Per-op time of the latest run (p50)</h3>", _bars(latest),
+        "<h3>Per-op time of the latest run (p50), by the user's layer where known</h3>", bars(latest),
         "<h3>Timeline of one inference of the latest run (p50 of each event)</h3>",
         svg.timeline(layout_iteration(latest, None), label=f"timeline of {model}"),
     ]
     if latest_run.get("comparison"):
         _, reason, baseline = gate_verdict(latest_run)
-        parts.append(_recorded_table(latest_run["comparison"], f"Latest run against {baseline} (the gate's verdict)"))
+        parts.append(recorded_table(latest_run["comparison"], f"Latest run against {baseline} (the gate's verdict)"))
     same_base = [profile for run, profile in groups[latest_key] if run.get("total_us") is not None]
     if len(same_base) > 1 and latest_run.get("total_us") is not None:
-        parts.append(_diff_table(compare_profiles(same_base[-2], latest),
-                                 "Difference from the previous run of the same time base (p50 change; a diff, not a verdict)"))
+        parts.append(diff_table(compare_profiles(same_base[-2], latest), latest,
+                                "Difference from the previous run of the same time base (p50 change; a diff, not a verdict)"))
     parts.append("</div></section>")
     return "\n".join(parts)
 
@@ -236,7 +179,7 @@ def render_report(db_path: Path) -> str:
     generated = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime())
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>et-hil report</title>"
-        f"<style>{_CSS}</style></head><body><h1>et-hil nightly report</h1>"
+        f"<style>{_CSS}{marks_css()}</style></head><body><h1>et-hil nightly report</h1>"
         f"<p>{len(runs)} run(s) of {len(groups)} model/board pair(s) from {escape(str(db_path))}; generated {generated}.</p>"
         + ("\n".join(sections) or "<p>The history holds no runs yet.</p>")
         + f"<script>{_JS}</script></body></html>\n"

@@ -33,16 +33,20 @@ def nice_ticks(high: float, count: int = 5) -> list[float]:
     of its own (a run that timed nothing), gets the axis of 1.
     """
     high = high if high > MIN_HIGH else 1.0
-    raw = high / (count - 1)
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    step = nice_step(high / (count - 1))
     ticks = [0.0]
     while ticks[-1] < high * (1 - 1e-9):  # relative: a small `high` gets its ticks too
         ticks.append(ticks[-1] + step)
     return ticks
 
 
-def _fmt_tick(value: float) -> str:
+def nice_step(raw: float) -> float:
+    """The round step (1, 2, 2.5 or 5 times a power of ten) at or just above `raw` (> 0)."""
+    magnitude = 10 ** math.floor(math.log10(raw))
+    return next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+
+
+def fmt_tick(value: float) -> str:
     return f"{value:g}" if value < 1e5 else f"{value:.3g}"
 
 
@@ -55,7 +59,7 @@ def _x_axis(left: float, right: float, y: float, high: float, unit: str) -> tupl
     for tick in ticks:
         x = left + (right - left) * tick / top
         parts.append(f'<line class="axis" x1="{x:.1f}" y1="{y:.1f}" x2="{x:.1f}" y2="{y + 4:.1f}"/>'
-                     f'<text x="{x:.1f}" y="{y + 15:.1f}" text-anchor="middle">{_fmt_tick(tick)}</text>')
+                     f'<text x="{x:.1f}" y="{y + 15:.1f}" text-anchor="middle">{fmt_tick(tick)}</text>')
     parts.append(f'<text x="{right:.1f}" y="{y + 28:.1f}" text-anchor="end">{escape(unit)}</text>')
     return parts, top
 
@@ -64,7 +68,7 @@ def _css(kind: str) -> str:
     return {"npu_kernel": "npu", "cpu_op": "cpu", "method": "method", "delegate_call": "call"}.get(kind, "other")
 
 
-def _svg(width: float, height: float, body: list[str], label: str) -> str:
+def svg_element(width: float, height: float, body: list[str], label: str) -> str:
     return (f'<svg class="chart" role="img" aria-label="{escape(label)}" '
             f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}">' + "".join(body) + "</svg>")
 
@@ -95,7 +99,7 @@ def bar_chart(bars: list[Bar], *, width: int = 760, label: str = "per-op time", 
             f'<rect class="{_css(bar.kind)}" x="{LABEL_W}" y="{y + 3}" width="{w:.1f}" height="{ROW_H - 6}"/>'
             f'<text x="{LABEL_W + w + 4:.1f}" y="{y + 13}">{bar.value:.1f}</text></g>'
         )
-    return _svg(width, len(bars) * ROW_H + 40, body + axis, label)
+    return svg_element(width, len(bars) * ROW_H + 40, body + axis, label)
 
 
 def timeline(spans: list[Span], *, width: int = 760, label: str = "timeline of one inference") -> str:
@@ -126,72 +130,8 @@ def timeline(spans: list[Span], *, width: int = 760, label: str = "timeline of o
     for line in (part for note in notes for part in textwrap.wrap(note, NOTE_CHARS, subsequent_indent="  ")):
         body.append(f'<text x="10" y="{text_y}">{escape(line)}</text>')
         text_y += 14
-    return _svg(width, text_y, body + axis, label)
+    return svg_element(width, text_y, body + axis, label)
 
 
 def _lane_order(kind: str) -> int:
     return LANES.index(kind) if kind in LANES else len(LANES)
-
-
-# Runs named under the trend's time axis (first, last and evenly between).
-X_LABELS = 5
-
-
-@dataclass
-class TrendPoint:
-    label: str  # time and commit, shown on hover
-    total_us: float | None
-    npu_fraction: float | None
-    flagged: str = ""  # why this run is marked (regression, failed); empty when it is not
-    when: str = ""  # the run's time (ISO 8601), written under the axis as its date and time of day
-
-
-def axis_label(point: TrendPoint) -> tuple[str, str]:
-    """The two lines under the time axis for one run: its date and its time of day (two runs of one day
-    differ), from `when`, else from the label's first word."""
-    text = point.when or point.label.split(" ")[0]
-    date, _, clock = text.replace(" ", "T", 1).partition("T")
-    return date, clock.rstrip("Z")[:8]
-
-
-def trend(points: list[TrendPoint], *, width: int = 760, height: int = 220, label: str = "nightly trend") -> str:
-    """Total latency (left axis, line) and NPU fraction (right axis 0..1, dashed) per run; flagged runs in red."""
-    left, right, top, bottom = 70, 60, 24, 58
-    totals = [p.total_us for p in points if p.total_us is not None]
-    hi = nice_ticks(max(totals + [1e-9]))[-1]
-    n = len(points)
-    x = lambda i: left + (width - left - right) * (i / (n - 1) if n > 1 else 0.5)  # noqa: E731
-    y_total = lambda v: top + (height - top - bottom) * (1 - v / hi)  # noqa: E731
-    y_frac = lambda v: top + (height - top - bottom) * (1 - v)  # noqa: E731
-    body = [f'<line class="axis" x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}"/>',
-            f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}"/>',
-            f'<line class="axis" x1="{width - right}" y1="{top}" x2="{width - right}" y2="{height - bottom}"/>',
-            f'<text x="{left}" y="{top - 10}" text-anchor="middle">total us</text>',
-            f'<text x="{width - right}" y="{top - 10}" text-anchor="middle">NPU fraction</text>']
-    for tick in nice_ticks(hi):
-        body.append(f'<text x="{left - 6}" y="{y_total(tick) + 4:.1f}" text-anchor="end">{_fmt_tick(tick)}</text>'
-                    f'<line class="grid" x1="{left}" y1="{y_total(tick):.1f}" x2="{width - right}" y2="{y_total(tick):.1f}"/>')
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        body.append(f'<text x="{width - right + 6}" y="{y_frac(tick) + 4:.1f}">{tick:g}</text>')
-    for series, ys, css in (("total", y_total, "line-total"), ("npu", y_frac, "line-npu")):
-        values = [(i, p.total_us if series == "total" else p.npu_fraction) for i, p in enumerate(points)]
-        coords = " ".join(f"{x(i):.1f},{ys(v):.1f}" for i, v in values if v is not None)
-        if coords:
-            body.append(f'<polyline class="{css}" points="{coords}"/>')
-    for i, p in enumerate(points):
-        if p.total_us is None:
-            continue
-        css = "flag" if p.flagged else "point"
-        tip = f"{p.label}: {p.total_us:.1f} us, NPU {p.npu_fraction if p.npu_fraction is not None else '-'}"
-        tip += f" ({p.flagged})" if p.flagged else ""
-        body.append(f'<circle class="{css}" cx="{x(i):.1f}" cy="{y_total(p.total_us):.1f}" r="{5 if p.flagged else 3}">'
-                    f"<title>{escape(tip)}</title></circle>")
-    shown = sorted({round(i * (n - 1) / (X_LABELS - 1)) for i in range(X_LABELS)}) if n > 1 else [0] * bool(n)
-    for i in shown:
-        date, clock = axis_label(points[i])
-        body.append(f'<line class="axis" x1="{x(i):.1f}" y1="{height - bottom}" x2="{x(i):.1f}" y2="{height - bottom + 4}"/>'
-                    f'<text x="{x(i):.1f}" y="{height - bottom + 16}" text-anchor="middle">{escape(date)}</text>'
-                    f'<text x="{x(i):.1f}" y="{height - bottom + 29}" text-anchor="middle">{escape(clock)}</text>')
-    body.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 6}" text-anchor="middle">'
-                "run (date and time, UTC; hover a point for its commit)</text>")
-    return _svg(width, height, body, label)
