@@ -52,11 +52,12 @@ def test_the_report_says_whether_the_gate_judged_the_latest_run(tmp_path):
     db = tmp_path / "h.db"
     judge_run(run_folder(tmp_path, "n1", "runtime", 1), JudgeOptions(history=db), marker_budget=None, test_passed=True)
     html = write_report(db, tmp_path / "r.html").read_text()
-    assert ("judged no: cannot judge: history " + str(db) + " holds 0 of the 3 passed runs of time base "
-            "runtime-instructions/shift=2 it needs") in html
-    (flag,) = re.findall(r'<circle class="flag"[^>]*><title>([^<]*)</title>', html)  # marked, never "against" anything
-    assert flag.endswith("(not judged (cannot judge: history " + str(db) + " holds 0 of the 3 passed runs of time base "
-                         "runtime-instructions/shift=2 it needs))") and "against" not in flag
+    reason = ("cannot judge: history " + str(db) + " holds 0 of the 3 passed runs of time base "
+              "runtime-instructions/shift=2 it needs")
+    assert "judged no," in html and f'<span class="warn">{reason}</span>.</p>' in html  # the headline says why
+    # marked as not judged (never as a regression), never "against" anything
+    (flag,) = re.findall(r'<polygon class="mark-not-judged"[^>]*><title>([^<]*)</title>', html)
+    assert flag.endswith(f"({reason})") and "against" not in flag and "mark-regression" not in html.split("<body>")[1]
 
 
 def test_compare_refuses_runs_of_two_time_bases_naming_both(tmp_path):
