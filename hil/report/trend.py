@@ -20,6 +20,7 @@ from hil.report.svg import MIN_HIGH, nice_step, svg_element
 X_LABELS = 5
 MIN_LABEL_GAP = 64  # px between two named runs' labels (a date is ~60 px at 11 px)
 SHORT_SHA = 7
+_SHA_CSS = ' class="sha"'  # the commit's line under the axis, in a fixed-width font
 
 
 @dataclass
@@ -121,8 +122,8 @@ def trend(points: list[TrendPoint], *, axis_name: str = "total us", npu_line: bo
     for i in _labelled(points, xs):
         lines = [text for text in axis_label(points[i]) if text]
         body.append(f'<line class="axis" x1="{xs[i]:.1f}" y1="{bottom_y}" x2="{xs[i]:.1f}" y2="{bottom_y + 4}"/>')
-        body += [f'<text x="{xs[i]:.1f}" y="{bottom_y + 16 + 13 * row}" text-anchor="middle"'
-                 f'{" class=sha" if row == 2 else ""}>{escape(text)}</text>' for row, text in enumerate(lines)]
+        body += [f'<text x="{xs[i]:.1f}" y="{bottom_y + 16 + 13 * row}" text-anchor="middle"{_SHA_CSS * (row == 2)}>'
+                 f'{escape(text)}</text>' for row, text in enumerate(lines)]
     body.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 4}" text-anchor="middle">'
                 "run: date, time of day (UTC) and commit</text>")
     return svg_element(width, height, body, label)
