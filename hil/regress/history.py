@@ -48,14 +48,16 @@ CREATE TABLE IF NOT EXISTS events (
     run_id INTEGER NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL, key TEXT NOT NULL,
     kind TEXT, name TEXT, op_types TEXT, delegate_debug_id INTEGER,
     n INTEGER, p50_us REAL, p90_us REAL, min_us REAL, max_us REAL, mad_us REAL, mean_us REAL,
-    modules TEXT, sources TEXT,
+    module_paths TEXT, source_lines TEXT,
     PRIMARY KEY (run_id, seq)
 );
 CREATE INDEX IF NOT EXISTS runs_by_model ON runs(model, board, time);
 """
 
 _EVENT_COLUMNS = ("p50_us", "p90_us", "min_us", "max_us", "mad_us", "mean_us")
-_EVENT_PLACES = ("modules", "sources")  # later columns of `events` (JSON lists; NULL when the ETRecord named none)
+# Later columns of `events`: an event's `modules` and `sources` (JSON lists; NULL when the ETRecord named none),
+# named apart from the profile's keys so that an older et-hil, which checks those keys as lists, reads on.
+_EVENT_PLACES = {"modules": "module_paths", "sources": "source_lines"}
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -111,7 +113,7 @@ def _create(conn: sqlite3.Connection) -> None:
     # The user's layers each event ran (nn.Module paths and source lines, JSON lists), so the report can
     # name a bar and a layer's trend as the user does; rows written before them read as naming none.
     event_columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
-    for column in _EVENT_PLACES:
+    for column in _EVENT_PLACES.values():
         if column not in event_columns:
             conn.execute(f"ALTER TABLE events ADD COLUMN {column} TEXT")
     # Rows written before the time base was kept get the one they still tell, else "unknown" (which
@@ -206,7 +208,7 @@ def record_run(
         event_rows.append(
             (seq, key, event.kind, str(event.name), json.dumps(list(event.op_types)),
              event.delegate_debug_id, len(event.times_us or ()) or None, *(stats.get(c) for c in _EVENT_COLUMNS),
-             *(json.dumps(list(getattr(event, c))) if getattr(event, c) else None for c in _EVENT_PLACES))
+             *(json.dumps(list(getattr(event, key))) if getattr(event, key) else None for key in _EVENT_PLACES))
         )
     conn = connect(path)
     try:
@@ -216,7 +218,7 @@ def record_run(
             run_id = int(cursor.lastrowid)
             conn.executemany(
                 "INSERT INTO events (run_id, seq, key, kind, name, op_types, delegate_debug_id, n, "
-                + ", ".join(_EVENT_COLUMNS + _EVENT_PLACES) + ") VALUES ("
+                + ", ".join(_EVENT_COLUMNS + tuple(_EVENT_PLACES.values())) + ") VALUES ("
                 + ", ".join("?" * (8 + len(_EVENT_COLUMNS) + len(_EVENT_PLACES))) + ")",
                 [(run_id, *row) for row in event_rows],
             )

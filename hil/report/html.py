@@ -40,7 +40,7 @@ p,h3,li{overflow-wrap:anywhere}svg.chart{max-width:100%;height:auto}
 .point{fill:#264653}.chart text.change{font-weight:bold}
 table{border-collapse:collapse;margin:6px 0;max-width:100%}
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;white-space:nowrap}
-td:first-child,th:first-child,td.l,th.l{text-align:left;white-space:normal}div.wide{overflow-x:auto}.reg{color:#d62828}.imp{color:#2a9d8f}.warn{color:#b36b00}
+td:first-child,th:first-child,td.l,th.l{text-align:left;white-space:normal}.reg{color:#d62828}.imp{color:#2a9d8f}.warn{color:#b36b00}
 .legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}
 .legend span.mark-key{width:auto;height:auto;margin:0 14px 0 0}.legend.marks svg{vertical-align:middle}
 ul.flagged{padding-left:20px}.layer{font-family:monospace}

@@ -31,8 +31,7 @@ def breakable(text: str) -> str:
 
 
 def _table(title: str, head: str, body: str) -> str:
-    """A titled table in a box that scrolls by itself should a name still not fit: the page never does."""
-    return f'<h3>{escape(title)}</h3><div class="wide"><table>{head}{body}</table></div>'
+    return f"<h3>{escape(title)}</h3><table>{head}{body}</table>"
 
 
 def _signed(value: float | None) -> str:

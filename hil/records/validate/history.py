@@ -79,8 +79,9 @@ def check_event_row(row: dict[str, Any], path: Path | str) -> dict[str, Any]:
     key = fields.text(row.get("key"), f"event {describe(row.get('seq'))}.key", optional=False)
     where = f"event {key}"
     decoded = dict(row, op_types=_json(fields, row.get("op_types"), at(where, "op_types")) or [])
-    for places in ("modules", "sources"):  # later columns: absent or NULL in rows written before them
-        value = _json(fields, decoded.pop(places, None), at(where, places))
+    # later columns (hil.regress.history): absent or NULL in rows written before them
+    for places, column in (("modules", "module_paths"), ("sources", "source_lines")):
+        value = _json(fields, decoded.pop(column, None), at(where, column))
         if value:
             decoded[places] = value
     check_event(fields, decoded, where)
