@@ -31,7 +31,8 @@ class MarkStyle:
 
 STYLES = {
     REGRESSION: MarkStyle("mark-regression", "#d62828", "circle", "regression", "regression (the gate's verdict)"),
-    NOT_JUDGED: MarkStyle("mark-not-judged", "#f4a000", "diamond", "not judged", "not judged (the gate gave no verdict; why is said below)"),
+    NOT_JUDGED: MarkStyle("mark-not-judged", "#f4a000", "diamond", "not judged",
+                          "not judged (the gate gave no verdict; why is said below)"),
     FAILED: MarkStyle("mark-failed", "#6a4c93", "triangle", "failed", "the test failed (the gate found no regression)"),
 }
 
