@@ -7,6 +7,11 @@ time bases (hil.regress.timebase: instructions, host nanoseconds, ...) count dif
 time base gets its own trend chart and its own "previous run": a replayed run among runtime runs is
 never joined to their line. Everything (SVG, CSS, a few lines of JS) is inline, so the file opens
 offline and can be mailed or archived.
+
+The page is read at a glance in a browser 1000 px wide: each marked run drawn as what it is (a regression,
+a run not judged, a failed test: hil.report.marks) and its reason said once, the trend fitted to the runs
+(hil.report.trend), events named by the user's layers (hil.report.tables) and the flagged layer's own
+trend (hil.report.layer_trend); text wraps, nothing widens the page past its window.
 """
 
 from __future__ import annotations

@@ -135,3 +135,19 @@ def test_the_history_keeps_each_events_layers_and_a_row_before_the_judged_flag_s
     assert "modules" not in events["method:Method::execute#0"]  # the ETRecord named no layer for it
     old = {"passed": 1, "comparison": {"decision": {"status": "cannot judge", "reason": "cannot judge: old row"}}}
     assert mark_of(old).kind == NOT_JUDGED and mark_of(old).reason == "cannot judge: old row"
+
+
+def test_a_failed_test_with_no_regression_is_its_own_mark(tmp_path):
+    db = tmp_path / "h.db"
+    passed = {"status": "pass", "failed": False, "reason": "pass: no regression among 10 events", "judged": True}
+    for night, ok in ((1, True), (2, False), (3, True)):  # night 2's test failed on its own assertion
+        history.record_run(db, night_profile(night), {"written_at": f"2026-07-0{night}T02:00:00Z"}, passed=ok,
+                           comparison={"events": [], "decision": passed, "baseline": "b"})
+    html = write_report(db, tmp_path / "r.html").read_text()
+    trend = _chart(html, "trend of synthnet on qemu in ")
+    (failed,) = _marks(trend, "mark-failed")
+    assert failed[0] == pytest.approx(_line(trend)[1][0], abs=0.1)
+    assert not _marks(trend, "mark-regression") and not _marks(trend, "mark-not-judged")
+    dom = read(html)
+    assert [t.strip() for t in dom.texts_of["mark-key"]] == ["the test failed (the gate found no regression)"]
+    assert "failed, run 2026-07-02T02:00:00Z: the test failed (gate: pass: no regression among 10 events)" in dom.text
