@@ -79,7 +79,8 @@ def mark_of(run: dict[str, Any]) -> Mark:
     status = decision.get("status") or ("regression" if (run.get("comparison") or {}).get("has_regression") else "")
     if status == "regression":
         against = (run.get("comparison") or {}).get("baseline") or "baseline"
-        return Mark(REGRESSION, str(decision.get("reason") or f"regression against {against}"))
+        return Mark(REGRESSION, f"{decision['reason']}, against {against}" if decision.get("reason")
+                    else f"regression against {against}")
     if not run.get("passed"):
         return Mark(FAILED, "the test failed" + (f" (gate: {decision['reason']})" if decision.get("reason") else ""))
     return Mark()

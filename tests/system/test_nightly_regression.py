@@ -92,4 +92,5 @@ def test_nightly_flow_on_the_qemu_board(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr
     html = (tmp_path / "r.html").read_text()
-    assert f"{model} on qemu" in html and "regression against baseline" in html and f"commit {commit}" in html
+    assert f"{model} on qemu" in html and "</span>, against baseline " in html and f"commit {commit}" in html
+    assert '<circle class="mark-regression"' in html  # the regression marked as one on the trend

@@ -84,7 +84,7 @@ def test_headline_trend_and_table_tell_the_verdict_the_gate_stored(tmp_path):
     source = f"the last 3 passed run(s) in history {db}"
     assert f'<span class="reg">{verdict.decision.reason}</span>, against {source}.' in html
     flags = re.findall(MARKED, html)  # on the trend and on the flagged layer's trend
-    assert len(flags) == 2 and all(f.endswith(f"({verdict.decision.reason})") for f in flags)
+    assert len(flags) == 2 and all(f.endswith(f"({verdict.decision.reason}, against {source})") for f in flags)
     assert html.count('<circle class="mark-regression"') == 2 + 1  # and its legend entry
     table = html[html.index(f"Latest run against {source} (the gate&#x27;s verdict)"):html.index("Difference from")]
     assert read(table).tables[0][1][0] == "call 0 / kernel 1: convolution" and '<tr class="reg">' in table
