@@ -72,11 +72,11 @@ def gate_verdict(run: dict[str, Any]) -> tuple[str, str, str]:
     return status, str(decision.get("reason") or status), str(stored.get("baseline") or "baseline")
 
 
-def _flagged_runs(items: list[tuple[dict[str, Any], Profile]]) -> str:
-    """Every marked run but the latest (the headline says its verdict), its reason said once; a regression
-    with the worst rows of its comparison."""
+def _flagged_runs(items: list[tuple[dict[str, Any], Profile]], *, latest_last: bool) -> str:
+    """Every marked run but the page's latest (the headline says its verdict; `latest_last`: it ends `items`),
+    its reason said once; a regression with the worst rows of its comparison."""
     lines, tables = [], []
-    for run, _ in items[:-1]:
+    for run, _ in items[:-1] if latest_last else items:
         mark = mark_of(run)
         if not mark.kind:
             continue
@@ -87,7 +87,8 @@ def _flagged_runs(items: list[tuple[dict[str, Any], Profile]]) -> str:
             tables.append(recorded_table(run["comparison"], f"Regression of run {name}", limit=5))
     if not lines:
         return ""
-    return f'<h3>Marked runs before the latest</h3><ul class="flagged">{"".join(lines)}</ul>' + "".join(tables)
+    heading = "Marked runs before the latest" if latest_last else "Marked runs"
+    return f'<h3>{heading}</h3><ul class="flagged">{"".join(lines)}</ul>' + "".join(tables)
 
 
 def judged_of(run: dict[str, Any]) -> str:
@@ -137,7 +138,7 @@ def _trend(model: str, board: str, key: str, items: list[tuple[dict[str, Any], P
     kinds = {point.mark.kind for point in points if point.value is not None}
     parts = [f"<h3>{title}; total latency (solid) and NPU fraction (dashed)</h3>",
              trend(points, label=f"trend of {model} on {board} in {key}"), legend_html(kinds),
-             _flagged_runs(items), layer_trend(model, board, key, items)]
+             _flagged_runs(items, latest_last=not several), layer_trend(model, board, key, items)]
     return "\n".join(part for part in parts if part)
 
 

@@ -151,3 +151,16 @@ def test_a_failed_test_with_no_regression_is_its_own_mark(tmp_path):
     dom = read(html)
     assert [t.strip() for t in dom.texts_of["mark-key"]] == ["the test failed (the gate found no regression)"]
     assert "failed, run 2026-07-02T02:00:00Z: the test failed (gate: pass: no regression among 10 events)" in dom.text
+
+
+def test_the_last_run_of_another_time_base_still_says_why_it_was_not_judged(tmp_path):
+    from timebase_runs import run_profile
+
+    db, why = tmp_path / "h.db", "cannot judge: history h.db holds 0 of the 3 passed runs of time base replay-host-ns"
+    unjudged = {"events": [], "decision": {"status": "cannot judge", "failed": False, "reason": why, "judged": False}}
+    for seed, (kind, stored) in enumerate((("runtime", None), ("replay", unjudged), ("runtime", None))):
+        history.record_run(db, run_profile(kind, seed, scale=0.024 if kind == "replay" else 1.0),
+                           {"written_at": f"2026-02-0{seed + 1}T02:00:00Z"}, passed=True, comparison=stored)
+    dom = read(write_report(db, tmp_path / "r.html").read_text())
+    assert dom.text.count(why) == 1 and "Marked runs before the latest" not in dom.text  # under the replay's chart
+    assert [t.strip() for t in dom.texts_of["mark-key"]] == ["not judged (the gate gave no verdict; why is said below)"]
