@@ -22,16 +22,21 @@ from pathlib import Path
 from typing import Any
 
 from hil.base import atomic
+from hil.records.events import METHOD, METHOD_EXECUTE
 from hil.records.profile_model import Profile
 from hil.regress import history
 from hil.regress.compare import compare_profiles
+from hil.regress.identity import event_key
 from hil.regress.timebase import TimeBase
 from hil.report import svg
 from hil.report.layer_trend import layer_trend
-from hil.report.marks import REGRESSION, STYLES, legend_html, mark_of, marks_css, not_judged_reason
+from hil.report.marks import REGRESSION, STYLES, legend_html, mark_of, marks_css, not_judged_reason, stored_change
 from hil.report.tables import bars, diff_table, fmt, recorded_table
 from hil.report.timeline import layout_iteration
 from hil.report.trend import SHORT_SHA, TrendPoint, trend
+
+# The key of the total's own event (Method::execute) in a stored comparison: the trend's figure.
+METHOD_KEY = event_key(METHOD, METHOD_EXECUTE, 0)
 
 _CSS = """
 body{font:14px system-ui,sans-serif;margin:24px;color:#222;max-width:980px}
@@ -134,7 +139,8 @@ def _trend(model: str, board: str, key: str, items: list[tuple[dict[str, Any], P
         return f"<h3>{title}</h3><p>No figures (runs that left no profile): {listed}.</p>"
     points = [TrendPoint(f"{run['time']} {str(run.get('git_commit') or '')[:SHORT_SHA]}".strip(), run.get("total_us"),
                          run.get("npu_fraction"), mark_of(run), when=str(run["time"]),
-                         commit=str(run.get("git_commit") or "")) for run in runs]
+                         commit=str(run.get("git_commit") or ""), gate_change=stored_change(run, METHOD_KEY))
+              for run in runs]
     kinds = {point.mark.kind for point in points if point.value is not None}
     parts = [f"<h3>{title}; total latency (solid) and NPU fraction (dashed)</h3>",
              trend(points, label=f"trend of {model} on {board} in {key}"), legend_html(kinds),

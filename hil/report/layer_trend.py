@@ -14,7 +14,7 @@ from typing import Any
 from hil.records.profile_model import Profile
 from hil.regress.identity import event_labels, keyed_events
 from hil.regress.verdicts import REGRESSION as EVENT_REGRESSION, naming_order
-from hil.report.marks import REGRESSION, mark_of
+from hil.report.marks import REGRESSION, mark_of, stored_change
 from hil.report.trend import SHORT_SHA, TrendPoint, trend
 
 
@@ -67,7 +67,7 @@ def layer_trend(model: str, board: str, key: str, items: list[tuple[dict[str, An
         commit = str(run.get("git_commit") or "")
         points.append(TrendPoint(f"{run['time']} {commit[:SHORT_SHA]}".strip(),
                                  None if event is None else event.spread[0], mark=mark_of(run),
-                                 when=str(run["time"]), commit=commit))
+                                 when=str(run["time"]), commit=commit, gate_change=stored_change(run, flagged.key)))
     called = f"{where}: {name}" if where else name
     heading = (f"<h3>Trend of the flagged layer <span class=layer>{escape(called)}</span> (p50 us), the first "
                f"regression of run {escape(flagged.run_time)} {escape(flagged.run_commit[:SHORT_SHA])}</h3>")

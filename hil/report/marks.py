@@ -86,6 +86,15 @@ def mark_of(run: dict[str, Any]) -> Mark:
     return Mark()
 
 
+def stored_change(run: dict[str, Any], key: str) -> float | None:
+    """The change in percent of event `key` (hil.regress.identity) in the comparison the gate stored with a
+    run, against that comparison's baseline; None when it stored none for that event."""
+    for event in (run.get("comparison") or {}).get("events") or []:
+        if event.get("key") == key and isinstance(event.get("change_pct"), (int, float)):
+            return float(event["change_pct"])
+    return None
+
+
 def marker_svg(kind: str, x: float, y: float, size: float, title: str = "") -> str:
     """One mark's SVG marker centred on (x, y); its tooltip `title` (already escaped) when given."""
     style = STYLES[kind]

@@ -1,8 +1,8 @@
 """The trend chart: one value per run (a total latency, or one layer's p50), read at a glance.
 
 Three things make a nightly's +2% visible: the value axis is fitted to the runs (an axis from 0 flattens
-a 2% step into a pixel, so the chart says when its axis does not start at 0), a regression's change from
-the run before it is written beside its marker, and each run's commit is written under the time axis
+a 2% step into a pixel, so the chart says when its axis does not start at 0), a regression's change as
+the gate measured it (against its baseline, from the comparison it stored) is written beside its marker, and each run's commit is written under the time axis
 (short sha) with its date and time of day, not only in a tooltip. Marks (regression, not judged, failed)
 come from hil.report.marks, each with its own colour and shape.
 """
@@ -31,6 +31,7 @@ class TrendPoint:
     mark: Mark = field(default_factory=Mark)
     when: str = ""  # the run's time (ISO 8601), written under the axis as its date and time of day
     commit: str = ""  # the project's commit, written under the axis as its short sha
+    gate_change: float | None = None  # percent, the charted figure's change as the gate stored it (vs its baseline)
 
 
 def axis_label(point: TrendPoint) -> tuple[str, str, str]:
@@ -130,16 +131,19 @@ def trend(points: list[TrendPoint], *, axis_name: str = "total us", npu_line: bo
 
 
 def _marker(points: list[TrendPoint], i: int, x: float, y: float) -> str:
-    """One run's point: a small dot, or its mark with a tooltip; a regression's change written above it."""
+    """One run's point: a small dot, or its mark with a tooltip; a regression's change (the gate's) written
+    above it, inside the chart at either end."""
     p = points[i]
     change = change_pct(points, i)
     said = "" if change is None else f", {change:+.1f}% from the run before"
+    said += "" if p.gate_change is None else f", {p.gate_change:+.1f}% against the gate's baseline"
     npu = f", NPU {p.npu_fraction:.3f}" if p.npu_fraction is not None else ""
     tip = escape(f"{p.label}: {p.value:.1f} us{npu}{said}" + (f" ({p.mark.reason})" if p.mark.kind else ""))
     if not p.mark.kind:
         return f'<circle class="point" cx="{x:.1f}" cy="{y:.1f}" r="3"><title>{tip}</title></circle>'
     drawn = marker_svg(p.mark.kind, x, y, 5.5, tip)
-    if p.mark.kind == REGRESSION and change is not None:
-        drawn += (f'<text class="change {p.mark.style.css}" x="{x:.1f}" y="{y - 11:.1f}" '
-                  f'text-anchor="middle">{change:+.1f}%</text>')
+    if p.mark.kind == REGRESSION and p.gate_change is not None:
+        anchor, dx = ("end", -8) if i == len(points) - 1 and i else ("start", 8) if i == 0 else ("middle", 0)
+        drawn += (f'<text class="change {p.mark.style.css}" x="{x + dx:.1f}" y="{y - 11:.1f}" '
+                  f'text-anchor="{anchor}">{p.gate_change:+.1f}% vs baseline</text>')
     return drawn

@@ -15,7 +15,7 @@ from hil.report.html import write_report
 from hil.report.marks import NOT_JUDGED, mark_of
 from html_dom import read
 from report_history import (CONV_KEY, DEEP_LAYER, NIGHTS, REGRESSION_NIGHT, REGRESSION_REASON, SLOWER,
-                            UNJUDGED_NIGHTS, UNJUDGED_REASONS, commit, night_profile, write_history)
+                            UNJUDGED_NIGHTS, UNJUDGED_REASONS, commit, method_change, night_profile, write_history)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,8 @@ def test_the_axis_is_fitted_to_the_runs_and_the_change_is_written_at_the_flagged
     # a +0.2% step of the total is tens of pixels, not one
     assert line[REGRESSION_NIGHT - 2][1] - line[REGRESSION_NIGHT - 1][1] > 40
     (called,) = [t for t in trend.iter("text") if "change" in (t.get("class") or "")]
-    assert re.fullmatch(r"\+0\.\d%", called.text) and float(called.get("x")) == pytest.approx(line[REGRESSION_NIGHT - 1][0])
+    assert called.text == f"{method_change(REGRESSION_NIGHT):+.1f}% vs baseline" == "+0.2% vs baseline"
+    assert float(called.get("x")) == pytest.approx(line[REGRESSION_NIGHT - 1][0])  # at the flagged run
 
 
 def test_each_runs_commit_is_written_under_the_time_axis(page):
@@ -118,7 +119,7 @@ def test_the_flagged_layer_gets_its_own_trend_with_its_change(page):
     line = _line(layer)
     assert len(line) == NIGHTS and len({y for i, (_, y) in enumerate(line) if i != REGRESSION_NIGHT - 1}) == 1
     (called,) = [t.text for t in layer.iter("text") if "change" in (t.get("class") or "")]
-    assert called == f"+{100 * (SLOWER - 1):.1f}%" == "+2.0%"
+    assert called == f"+{100 * (SLOWER - 1):.1f}% vs baseline" == "+2.0% vs baseline"
     assert [t for t in _texts(layer) if re.fullmatch(r"[0-9a-f]{7}", t)] == [commit(n)[:7] for n in range(1, NIGHTS + 1)]
     assert CONV_KEY not in read(page).text  # named as the user does, never by the internal key
 
