@@ -47,7 +47,7 @@ p,h3,li{overflow-wrap:anywhere}svg.chart{max-width:100%;height:auto}
 .npu{fill:#2a9d8f}.cpu{fill:#e76f51}.method{fill:#8d99ae}.call{fill:#e9c46a}.other{fill:#adb5bd}
 .axis{stroke:#999}.grid{stroke:#eee}.line-total{fill:none;stroke:#264653;stroke-width:2}
 .line-npu{fill:none;stroke:#2a9d8f;stroke-width:1.5;stroke-dasharray:4 3}
-.point{fill:#264653}.chart text.change{font-weight:bold}
+.point{fill:#264653}.chart text.change{font-weight:bold;paint-order:stroke;stroke:#fff;stroke-width:3px}
 table{border-collapse:collapse;margin:6px 0;max-width:100%}
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;white-space:nowrap}
 td:first-child,th:first-child,td.l,th.l{text-align:left;white-space:normal}.reg{color:#d62828}.imp{color:#2a9d8f}.warn{color:#b36b00}
