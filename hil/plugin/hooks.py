@@ -31,6 +31,7 @@ from hil.base.errors import HilError, InputError
 from hil.plugin.short_errors import pytest_runtest_makereport  # noqa: F401  (a hook of this plugin)
 from hil.plugin import exit_status
 from hil.plugin.rootdir import pytest_load_initial_conftests  # noqa: F401  (a hook of this plugin)
+from hil.plugin.neighbour_warnings import pytest_collection_modifyitems  # noqa: F401  (a hook of this plugin)
 from hil.config.options import OVERRIDES
 from hil.base.progress import Lines
 from hil.plugin.option_checks import check_session_options
