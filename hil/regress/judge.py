@@ -66,6 +66,7 @@ class Verdict:
     warnings: list[str] = field(default_factory=list)  # said even under -q (pytest warnings)
     time_base: TimeBase | None = None  # what the run's figures count (hil.regress.timebase)
     baseline_ids: list[int] = field(default_factory=list)  # the history rows the baseline was made of
+    hint: str = ""  # what would make a run not judged judged (a history filling: how far it is)
 
     @property
     def not_judged(self) -> str | None:
@@ -205,7 +206,7 @@ def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions, rer
         return
     chosen = _baselines(options, model, str(profile.board), base)
     if chosen.decision is not None:
-        verdict.decision = chosen.decision
+        verdict.decision, verdict.hint = chosen.decision, chosen.hint
         said = f"{model} on {profile.board}: {verdict.decision.reason}; not compared ({chosen.hint})"
         verdict.warnings.append(said)
         (verdict.failures if verdict.decision.failed else verdict.notes).append(said + _STRICT * verdict.decision.failed)
