@@ -26,10 +26,6 @@ from hil.base.errors import FileContentError, HilError, InputError
 from hil.plugin.settings import ORIGINS
 
 
-def _flag(dest: str) -> str:
-    return "--" + dest.replace("_", "-")
-
-
 def _where(config: pytest.Config, dest: str, flag: str) -> str:
     """The option as the user gave it: its flag, or the variable / ini key its value came from."""
     origin = config.stash.get(ORIGINS, {}).get(dest, "")
