@@ -29,8 +29,12 @@ from hil.config.board_config import BoardConfig
 from hil.base.defaults import DEFAULT_ITERATIONS
 from hil.base.errors import HilError, InputError
 from hil.plugin.short_errors import pytest_runtest_makereport  # noqa: F401  (a hook of this plugin)
+from hil.plugin import exit_status
+from hil.plugin.rootdir import pytest_load_initial_conftests  # noqa: F401  (a hook of this plugin)
+from hil.plugin.neighbour_warnings import pytest_collection_modifyitems  # noqa: F401  (a hook of this plugin)
 from hil.config.options import OVERRIDES
 from hil.base.progress import Lines
+from hil.plugin.option_checks import check_session_options
 from hil.plugin.run_names import RunNames, run_label
 from hil.plugin.settings import BY_DEST, DEFAULT_ARTIFACTS, add_ini, option_help
 from hil.plugin.settings import resolve as resolve_settings
@@ -103,9 +107,12 @@ def pytest_configure(config: pytest.Config) -> None:
     from hil.target.process import stop_children_on_sigterm
 
     resolve_settings(config)
+    check_session_options(config)
     config.addinivalue_line("markers", "device: profiles a model on the board chosen with --board")
     config.addinivalue_line("markers", capabilities.MARKER_HELP)
     plugin_output.configure(config)
+    config.pluginmanager.register(exit_status, "hil-environment-fault-mark")
+    config.pluginmanager.register(exit_status.EnvironmentExit(), "hil-environment-exit")
     stop_children_on_sigterm()
 
 

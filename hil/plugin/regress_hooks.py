@@ -182,7 +182,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def _not_judged_line(verdict: Verdict) -> str:
     profile, base = verdict.profile, verdict.time_base
     return (f"{profile.series if profile is not None else verdict.folder} on {profile.board if profile else '?'} "
-            f"({base.key if base is not None else 'time base unknown'}): not judged: {verdict.not_judged}")
+            f"({base.key if base is not None else 'time base unknown'}): not judged: {verdict.not_judged}"
+            + (f" ({verdict.hint})" if verdict.hint else ""))
 
 
 def _judge(folder: Path, options: JudgeOptions, item: pytest.Item, report: pytest.TestReport) -> Verdict:

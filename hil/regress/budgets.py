@@ -31,6 +31,7 @@ marker wins over the file key by key. Measured values are p50s (the same numbers
 
 from __future__ import annotations
 
+import difflib
 import math
 import tomllib
 from collections.abc import Mapping
@@ -86,9 +87,9 @@ class Violation:
 
     def describe(self) -> str:
         unit = f" {self.unit}" if self.unit else ""
-        measured = "not measured" if self.measured is None else f"{self.measured:.6g}{unit}"
+        measured = "nothing measured" if self.measured is None else f"measured {self.measured:.6g}{unit}"
         sense = "min" if self.what.endswith("(min)") else "max"
-        text = f"{self.what}: measured {measured}, limit ({sense}) {self.limit:.6g}{unit}"
+        text = f"{self.what}: {measured}, limit ({sense}) {self.limit:.6g}{unit}"
         return f"{text} [{self.detail}]" if self.detail else text
 
 
@@ -201,11 +202,31 @@ def _in_module(event: Event, key: str) -> bool:
     return any(m == key or m.startswith(f"{key}.") for m in event.modules)
 
 
-def _summed(labels: dict[int, EventLabel], what: str, limit: float, events: list[Event]) -> list[Violation]:
-    """A limit on the sum of `events`' p50s: broken, or met (no violation); an empty match is a failure."""
+def _nearest(key: str, names: set[str], kind: str) -> str:
+    """`no event matches it` plus the names of this run closest to `key` (difflib): a typo names its fix."""
+    close = difflib.get_close_matches(key, sorted(names), n=3, cutoff=0.5)
+    if close:
+        return f"no event matches it; nearest {kind}: {', '.join(close)}"
+    shown = ", ".join(sorted(names)[:8]) + (", ..." if len(names) > 8 else "")
+    return f"no event matches it; {kind} measured: {shown or 'none'}"
+
+
+def _layers(events: list[Event]) -> set[str]:
+    """Every layer path the events ran, with the layers holding them (`head.1` gives `head` too)."""
+    parts = (m.split(".") for e in events for m in e.modules)
+    return {".".join(p[:i]) for p in parts for i in range(1, len(p) + 1)}
+
+
+def _op_names(events: list[Event]) -> set[str]:
+    return {str(e.name) for e in events if e.kind != "profiling_dump"} | {t for e in events for t in e.op_types}
+
+
+def _summed(labels: dict[int, EventLabel], what: str, limit: float, events: list[Event], unmatched: str) -> list[Violation]:
+    """A limit on the sum of `events`' p50s: broken, or met (no violation); an empty match is a failure
+    (`unmatched` says so, naming the nearest names)."""
     events = [e for e in events if e.kind in SUMMED_KINDS]
     if not events:
-        return [Violation(what, None, limit, "us", "no event matches it")]
+        return [Violation(what, None, limit, "us", unmatched)]
     total = sum(e.spread[0] for e in events)
     if total <= limit:
         return []
@@ -220,7 +241,8 @@ def _event_limits(profile: Profile, budget: Budget) -> list[Violation]:
     for key, limit in budget.ops.items():
         matching = [e for e in profile.events if _matches(e, key)]
         if not matching:
-            found.append(Violation(f"op {key!r} (each event)", None, limit, "us", "no event has this name or op type"))
+            found.append(Violation(f"op {key!r} (each event)", None, limit, "us",
+                                   _nearest(key, _op_names(profile.events), "names and op types")))
         for event in matching:
             p50 = event.spread[0]
             if p50 > limit:
@@ -228,10 +250,12 @@ def _event_limits(profile: Profile, budget: Budget) -> list[Violation]:
                 found.append(Violation(f"op {key!r} (each event): {labels[id(event)].text}", p50, limit, "us", detail))
     for key, limit in budget.ops_total.items():
         found += _summed(labels, f"ops_total {key!r} (sum of its events)", limit,
-                         [e for e in profile.events if _matches(e, key)])
+                         [e for e in profile.events if _matches(e, key)],
+                         _nearest(key, _op_names(profile.events), "names and op types"))
     for key, limit in budget.modules.items():
         found += _summed(labels, f"module {key!r} (sum of its events)", limit,
-                         [e for e in profile.events if _in_module(e, key)])
+                         [e for e in profile.events if _in_module(e, key)],
+                         _nearest(key, _layers(profile.events), "layers"))
     return found
 
 

@@ -123,7 +123,7 @@ def _create(conn: sqlite3.Connection) -> None:
 
 
 _LATER_COLUMNS = (("time_scale", "TEXT"), ("numerics", "TEXT"), ("time_base", "TEXT"), ("firmware_kind", "TEXT"),
-                  ("commit_dirty", "INTEGER"))
+                  ("commit_dirty", "INTEGER"), ("judged", "INTEGER"), ("not_judged", "TEXT"))
 
 
 @contextmanager
@@ -201,6 +201,7 @@ def record_run(
         "numerics": json.dumps(thaw(numerics_summary(profile.numerics)), sort_keys=True),
         "time_base": (time_base or time_base_of(profile, manifest)).key,
         "firmware_kind": profile.firmware or manifest.firmware_kind,
+        **_judgement(comparison),
     }
     event_rows = []
     for seq, (key, event) in enumerate(keyed_events(profile.events).items()):
@@ -227,6 +228,16 @@ def record_run(
     finally:
         conn.close()
     return run_id
+
+
+def _judgement(comparison: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The gate's decision as two columns a reader needs no JSON for: `judged` (1 a verdict was reached, 0
+    the run passed or failed unjudged, NULL no gate was asked for) and `not_judged` (why not: the
+    `hil.<model>.not_judged` code, `too-few-runs` for a run of a history still filling)."""
+    decision = (comparison or {}).get("decision") or {}
+    if not decision:
+        return {"judged": None, "not_judged": None}
+    return {"judged": int(bool(decision.get("judged"))), "not_judged": decision.get("not_judged") or None}
 
 
 def open_existing(path: Path) -> sqlite3.Connection:

@@ -66,6 +66,7 @@ class Verdict:
     warnings: list[str] = field(default_factory=list)  # said even under -q (pytest warnings)
     time_base: TimeBase | None = None  # what the run's figures count (hil.regress.timebase)
     baseline_ids: list[int] = field(default_factory=list)  # the history rows the baseline was made of
+    hint: str = ""  # what would make a run not judged judged (a history filling: how far it is)
 
     @property
     def not_judged(self) -> str | None:
@@ -182,12 +183,16 @@ def _baselines(options: JudgeOptions, model: str, board: str, base: TimeBase) ->
         others = ", ".join(f"{count} of {key}" for key, count in sorted(recent.other_bases.items()))
         reasons.append(f"history {options.history} holds {len(recent.profiles)} of the {MIN_BASELINE_RUNS} passed "
                        f"runs of time base {base.key} it needs" + (f" (left out, another time base: {others})" if others else ""))
-    hint = (f"write one with --hil-baseline-update or `hil baseline update RUN --out {options.baseline}`"
-            if options.baseline is not None else f"the history judges alone from {MIN_BASELINE_RUNS} passed runs")
-    why = NO_BASELINE if options.baseline is not None else TOO_FEW_RUNS
-    return _Chosen(decision=not_judged(why, "; ".join(reasons), strict=strict,
-                                       runs_needed=MIN_BASELINE_RUNS - len(recent.profiles) if why == TOO_FEW_RUNS else 0),
-                   hint=hint)
+    if options.baseline is not None:
+        return _Chosen(decision=not_judged(NO_BASELINE, "; ".join(reasons), strict=strict),
+                       hint=f"write one with --hil-baseline-update or `hil baseline update RUN --out {options.baseline}`")
+    # The history is the only judge and is still filling: the run passes unjudged and joins it as a passed
+    # run, under --hil-strict too, so the history fills itself (a failed run would never count towards it).
+    held = len(recent.profiles)
+    return _Chosen(decision=not_judged(TOO_FEW_RUNS, "; ".join(reasons), strict=False,
+                                       runs_needed=MIN_BASELINE_RUNS - held),
+                   hint=f"history filling: this run is passed run {held + 1} of the {MIN_BASELINE_RUNS} it needs; "
+                        "every run after those is judged")
 
 
 def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions, rerun: Rerun | None) -> None:
@@ -201,10 +206,10 @@ def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions, rer
         return
     chosen = _baselines(options, model, str(profile.board), base)
     if chosen.decision is not None:
-        verdict.decision = chosen.decision
+        verdict.decision, verdict.hint = chosen.decision, chosen.hint
         said = f"{model} on {profile.board}: {verdict.decision.reason}; not compared ({chosen.hint})"
         verdict.warnings.append(said)
-        (verdict.failures if verdict.decision.failed else verdict.notes).append(said + _STRICT * options.strict)
+        (verdict.failures if verdict.decision.failed else verdict.notes).append(said + _STRICT * verdict.decision.failed)
         return
     baselines, source = chosen.profiles, chosen.source
     verdict.baseline_ids = chosen.ids

@@ -31,7 +31,6 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import textwrap
 import zipfile
 from email.parser import Parser
@@ -40,14 +39,12 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from installed_wheel import DATA_FOLDERS, USER_PINS, clean_env as _clean_env, tracked_files as _tracked_files
+from installed_wheel import venv, wheel  # noqa: F401  (the fixtures)
 from runtime_workspace import SDK_DIR, needs_runtime
 from tiny_models import linear_relu_source
 
 REPO = Path(__file__).resolve().parents[2]
-DATA_FOLDERS = ("boards", "budgets", "firmware")
-TOP_FILES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "CHANGELOG.md")
-# A user's own pins, each inside et-hil's range and different from constraints.txt.
-USER_PINS = ("pytest==8.4.2", "hypothesis==6.168.3")
 
 USER_TESTS = textwrap.dedent(
     """
@@ -93,60 +90,6 @@ USER_TESTS = textwrap.dedent(
 
 USER_INI = '[tool.pytest.ini_options]\nhil_iterations = "2"\n'
 USER_MODEL = linear_relu_source(inputs=16, outputs=4, name="Small")
-
-
-def _tracked_files() -> list[str]:
-    """The files a fresh clone has (what the wheel is built from)."""
-    done = subprocess.run(["git", "-C", str(REPO), "ls-files"], capture_output=True, text=True, timeout=60)
-    if done.returncode != 0:
-        pytest.fail(f"git ls-files failed in {REPO}: {done.stderr}")
-    return [line for line in done.stdout.splitlines() if (REPO / line).is_file()]
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("wheel")
-    src = work / "src"
-    tracked = _tracked_files()
-    for name in tracked:
-        if name.split("/")[0] in ("hil", *DATA_FOLDERS) or name in TOP_FILES:
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, src / name)
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-         "-w", str(work / "dist"), str(src)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    (built,) = (work / "dist").glob("et_hil-*.whl")
-    return built
-
-
-@pytest.fixture(scope="module")
-def venv(wheel, tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("venv") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
-    (site,) = root.glob("lib/python*/site-packages")
-    (site / "et_hil_base.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    # --ignore-installed: the shared folder behind the .pth already has other versions, which stay untouched.
-    pins = subprocess.run(
-        [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", *USER_PINS],
-        capture_output=True, text=True, timeout=300, env=_clean_env(),
-    )
-    assert pins.returncode == 0, pins.stdout + pins.stderr
-    done = subprocess.run(
-        [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--ignore-installed",
-         str(wheel)],
-        capture_output=True, text=True, timeout=300, env=_clean_env(),
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return root
-
-
-def _clean_env(**extra: str) -> dict[str, str]:
-    """The environment without anything that would point Python back at the checkout."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    return {**env, **extra}
 
 
 def test_the_wheel_carries_every_board_budget_and_firmware_file(wheel):

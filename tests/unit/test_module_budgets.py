@@ -60,7 +60,9 @@ def test_a_module_budget_sums_the_events_of_that_layer_and_of_the_layers_inside_
     assert _said({"modules": {"head": 4_999}})[0].startswith("module 'head' (sum of its events): measured 5000 us")
     # `conv` is no layer of this model (conv1 and conv2 are not inside it): a typo must fail
     assert _said({"modules": {"conv": 1e9}}) == [
-        "module 'conv' (sum of its events): measured not measured, limit (max) 1e+09 us [no event matches it]"]
+        "module 'conv' (sum of its events): nothing measured, limit (max) 1e+09 us "
+        "[no event matches it; nearest layers: conv2, conv1]"]
+    assert _said({"modules": {"haed": 1e9}})[0].endswith("[no event matches it; nearest layers: head, head.1]")
 
 
 def test_a_sum_never_counts_a_delegate_call_beside_its_own_kernels():

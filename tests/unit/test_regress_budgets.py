@@ -87,14 +87,14 @@ def test_a_memory_limit_with_nothing_measured_fails_and_an_exact_fit_passes(prof
     used = memory_footprint(profile["memory"])
     assert check_budget(profile, budget_from_mapping({"memory_bytes": used}, "t")) == []
     (violation,) = check_budget({**profile, "memory": {}}, budget_from_mapping({"memory_bytes": 10**9}, "t"))
-    assert violation.measured is None and "measured not measured, limit (max) 1e+09 B" in violation.describe()
+    assert violation.measured is None and "nothing measured, limit (max) 1e+09 B" in violation.describe()
     assert memory_footprint({"planned_buffers": {"0": 100, "1": 28}}) == 128 and memory_footprint({}) is None
 
 
 def test_an_op_limit_by_name_never_matches_the_profiling_dump(profile):
     dump = next(e for e in profile["events"] if e["kind"] == "profiling_dump")
     (violation,) = check_budget(profile, budget_from_mapping({"ops": {dump["name"]: 1e9}}, "t"))
-    assert violation.detail == "no event has this name or op type"
+    assert violation.detail.startswith("no event matches it; ")
     kernel = next(e for e in profile["events"] if e["kind"] == "npu_kernel")
     assert check_budget(profile, budget_from_mapping({"ops": {kernel["name"]: kernel["p50_us"]}}, "t")) == []
 
@@ -104,7 +104,7 @@ def test_violation_text_says_value_limit_sense_and_unit():
 
     assert Violation("total latency", 12.5, 10, "us").describe() == "total latency: measured 12.5 us, limit (max) 10 us"
     assert Violation("NPU fraction (min)", 0.25, 0.5, "").describe() == "NPU fraction (min): measured 0.25, limit (min) 0.5"
-    assert Violation("memory", None, 64, "B", "x").describe() == "memory: measured not measured, limit (max) 64 B [x]"
+    assert Violation("memory", None, 64, "B", "x").describe() == "memory: nothing measured, limit (max) 64 B [x]"
 
 
 def test_merged_budgets_take_each_key_from_the_override_first():
@@ -149,26 +149,27 @@ def test_every_broken_limit_is_described_with_its_numbers():
         "[npu_kernel, op types aten.convolution.default]",
         "op 'aten.convolution.default' (each event): call 0 / kernel 0: convolution: measured 40 us, limit (max) 39 us "
         "[npu_kernel, op types aten.convolution.default]",
-        "op 'nope' (each event): measured not measured, limit (max) 1 us [no event has this name or op type]",
+        "op 'nope' (each event): nothing measured, limit (max) 1 us "
+        "[no event matches it; names and op types measured: 0, aten.convolution.default]",
         "memory (allocators used): measured 10 B, limit (max) 9 B",
         "memory 'model_size_bytes': measured 300 B, limit (max) 299 B",
-        "memory 'absent': measured not measured, limit (max) 1 B",
+        "memory 'absent': nothing measured, limit (max) 1 B",
     ]
     bare = {"events": [], "memory": {}}
     assert [v.describe() for v in check_budget(bare, budget_from_mapping({"total_us": 1, "npu_fraction_min": 0.1}, "t"))] == [
-        "total latency (Method::execute p50): measured not measured, limit (max) 1 us",
-        "NPU fraction (min): measured not measured, limit (min) 0.1",
+        "total latency (Method::execute p50): nothing measured, limit (max) 1 us",
+        "NPU fraction (min): nothing measured, limit (min) 0.1",
     ]
     text = format_violations(check_budget(bare, budget_from_mapping({"total_us": 1}, "here")), bare,
                              budget_from_mapping({"total_us": 1}, "here"), None)
     assert text == ("budget exceeded for model 'None' on board 'None' (budget from here):\n"
-                    "  - total latency (Method::execute p50): measured not measured, limit (max) 1 us\n"
+                    "  - total latency (Method::execute p50): nothing measured, limit (max) 1 us\n"
                     "  artifacts: (unknown)")
 
 
 def test_odd_inputs_are_violations_not_crashes():
     (violation,) = check_budget({}, budget_from_mapping({"ops": {"a": 1}}, "t"))
-    assert violation.detail == "no event has this name or op type"
+    assert violation.detail == "no event matches it; names and op types measured: none"
     (violation,) = check_budget({"memory": {"model_size_bytes": "big"}},
                                 budget_from_mapping({"memory": {"model_size_bytes": 1}}, "t"))
     assert violation.measured is None

@@ -71,12 +71,20 @@ def test_a_replay_between_runtime_runs_is_not_compared_and_a_wider_conv_after_it
         "reason": replay.not_judged}
 
 
-def test_strict_mode_fails_a_run_that_was_not_judged(tmp_path):
+def test_strict_mode_lets_a_filling_history_fill_and_fails_a_missing_baseline_file(tmp_path):
     db = tmp_path / "h.db"
     verdict = _judge(run_folder(tmp_path, "n1", "replay", 1), db, strict=True)
-    (failure,) = verdict.failures
-    assert "holds 0 of the 3 passed runs of time base replay-host-ns" in failure and "--hil-strict" in failure
-    assert [r[3] for r in _rows(db)] == [0]  # stored as failed: it joins no baseline
+    assert verdict.failures == [] and verdict.decision.why_not == "too-few-runs"
+    assert "history filling: this run is passed run 1 of the 3 it needs" in verdict.warnings[0]
+    missing = _judge(run_folder(tmp_path, "n2", "replay", 2), db, strict=True, baseline=tmp_path / "nowhere")
+    (failure,) = missing.failures
+    assert "no baseline under" in failure and "holds 1 of the 3 passed runs" in failure and "--hil-strict" in failure
+    conn = sqlite3.connect(db)  # the file itself: the filling run joins the history as passed and unjudged
+    try:
+        rows = conn.execute("SELECT passed, judged, not_judged FROM runs ORDER BY id").fetchall()
+    finally:
+        conn.close()
+    assert rows == [(1, 0, "too-few-runs"), (0, 0, "no-baseline")]
 
 
 def test_a_baseline_file_of_another_time_base_is_refused_naming_both(tmp_path):

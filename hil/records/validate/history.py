@@ -56,9 +56,9 @@ def check_run_row(row: dict[str, Any], path: Path | str) -> dict[str, Any]:
     fields.whole(row.get("id"), "id", optional=False)
     for key in ("time", "board", "model"):
         fields.text(row.get(key), key, optional=False)
-    for key in ("git_commit", "artifacts", "time_base", "firmware_kind"):  # the last two: later columns
+    for key in ("git_commit", "artifacts", "time_base", "firmware_kind", "not_judged"):  # the last three: later columns
         fields.text(row.get(key), key)
-    for key in ("passed", "simulated", "iterations", "commit_dirty"):
+    for key in ("passed", "simulated", "iterations", "commit_dirty", "judged"):
         fields.whole(row.get(key), key, optional=key != "passed")
     for key in ("total_us", "npu_fraction"):
         fields.number(row.get(key), key, at_least=0)
