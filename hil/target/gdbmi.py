@@ -13,6 +13,7 @@ import itertools
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,8 @@ class GdbMiSession:
         self._streams: list[str] = []
         self._closed = False
         self._unanswered: str | None = None  # the command gdb is still busy with (a signal or a timeout left it)
+        # What a stop means to the board (hil.target.guest_exit: a stop at the exit function is the exit).
+        self.stop_filter: Callable[[StopEvent], StopEvent] | None = None
         try:
             # Asynchronous MI: gdb keeps reading commands while the target runs, so -exec-interrupt
             # works (with the default synchronous mode gdb ignores stdin until the target stops).
@@ -208,6 +211,7 @@ class GdbMiSession:
         while True:
             stop = self._take_stop()
             if stop is not None:
+                stop = self.stop_filter(stop) if self.stop_filter is not None else stop
                 self._note(f"## stop: {stop.describe()}")
                 return stop
             if not self._process.alive:
