@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
+from hil.base.no_follow import no_follow
+
 LOG_NAME = "host_runtime.log"
 STDERR_FD = 2
 
@@ -101,7 +103,7 @@ def native_lines(label: str) -> Iterator[None]:
 def _append(target: Path, label: str, said: bytes) -> None:
     """The call's lines under a `# label` line; a log that cannot be written costs the lines, never the run."""
     try:
-        with open(target, "ab") as log:
+        with open(target, "ab", opener=no_follow) as log:
             log.write(f"# {label}\n".encode())
             log.write(said if said.endswith(b"\n") else said + b"\n")
     except OSError:

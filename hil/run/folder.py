@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hil.base.no_follow import no_follow
 from hil.base import atomic
 from hil.records.profile_model import Profile
 from hil.analysis.warmup import drop_warmup
@@ -119,7 +120,7 @@ class RunFolderLock(HeldLock):
     def acquire(self) -> "RunFolderLock":
         if self._fd is not None:
             return self
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = no_follow(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

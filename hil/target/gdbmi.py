@@ -19,6 +19,7 @@ from typing import Any
 
 from pygdbmi.IoManager import IoManager
 
+from hil.base.no_follow import no_follow
 from hil.base.atomic import file_mode, room_error, write_bytes
 from hil.base.errors import TargetError, TimeoutExpired
 from hil.target.mi_records import StopEvent, mi_quote, render, stop_event
@@ -60,7 +61,7 @@ class GdbMiSession:
         popen = self._process.popen
         assert popen is not None and popen.stdin is not None and popen.stdout is not None
         self._io = IoManager(popen.stdin, popen.stdout, None, MI_QUIET_S)
-        self._transcript = open(self.transcript_path, "ab", buffering=0)
+        self._transcript = open(self.transcript_path, "ab", buffering=0, opener=no_follow)
         self._tokens = itertools.count(1)
         self._results: dict[int, dict[str, Any]] = {}
         self._events: list[dict[str, Any]] = []
