@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hil.records.tensors import reader_error
 from hil.base.native_log import held_back
 from hil.records import events as ev
 from hil.analysis.inspector_log import inspector_warnings
@@ -54,7 +55,8 @@ def read_etrecord(etrecord_path: Path) -> Any:
     try:
         return parse_etrecord(str(etrecord_path))
     except Exception as exc:  # the parser raises RuntimeError, KeyError, zip errors...
-        raise AnalysisError(f"cannot read ETRecord {etrecord_path}: {exc}") from exc
+        # torch's advice to load with weights_only=False would run the file's code: only its finding is kept
+        raise AnalysisError(f"cannot read ETRecord {etrecord_path}: {reader_error(exc)}") from exc
 
 
 def edge_programs(etrecord: Any) -> dict[str, Any]:

@@ -98,6 +98,7 @@ def inspect_run(folder: Path, drift_snr_db: float | None = None) -> Profile:
     if not run.has_manifest:
         raise AnalysisError(f"{folder} is not a run folder: no manifest.json")
     manifest = run.manifest()  # a corrupt one is an AnalysisError naming it, never a traceback
+    _refuse_unfinished(folder, manifest)
     serial_log = folder / "serial.log"
     console = None
     if serial_log.is_file():
@@ -119,6 +120,15 @@ def inspect_run(folder: Path, drift_snr_db: float | None = None) -> Profile:
 
         profile = profile.replace(drift=drift_of_folder(folder, manifest, drift_snr_db))
     return profile
+
+
+def _refuse_unfinished(folder: Path, manifest: Manifest) -> None:
+    """A run that ended before its ETDump was written (killed, failed) is said so, as its manifest records it."""
+    if (folder / "trace.etdump").exists() or not manifest.error:
+        return
+    how = "was interrupted" if manifest.extra.get("error_kind") == "interrupted" else "failed"
+    raise AnalysisError(f"{folder}: the run {how} before it wrote its ETDump ({manifest.error}, as its manifest.json"
+                        " records), so there is nothing to inspect")
 
 
 def _refuse_links_out(folder: Path) -> None:
