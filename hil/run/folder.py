@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hil.run import session_mark
 from hil.base.no_follow import no_follow
 from hil.base import atomic
 from hil.records.profile_model import Profile
@@ -79,7 +80,8 @@ class RunFolder:
 
     def write_manifest(self, provenance: Mapping[str, Any], names: Iterable[str] | None = RUN_FILES) -> Manifest:
         """manifest.json describing the folder now (names=None: every file in it)."""
-        return Manifest.from_json(write_manifest(self.path, dict(provenance), names))
+        # the session that wrote it (hil.run.session_mark): a shared artifacts folder's runs stay apart
+        return Manifest.from_json(write_manifest(self.path, {**dict(provenance), **session_mark.mark()}, names))
 
     def relist(self) -> None:
         """Files added after the run (trace.json) listed in its manifest too, so the manifest stays true."""
