@@ -17,7 +17,8 @@ void uart_put_udec(uint32_t value);  /* like %u */
 /* printf for the shared line protocol: %u and %x (32-bit), %s and %% only. */
 void uart_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
-/* SYS_EXIT_EXTENDED: QEMU (-semihosting-config enable=on) exits with `status`. */
+/* SYS_EXIT_EXTENDED: QEMU (-semihosting-config enable=on) exits with `status`. Under the harness semihosting is
+ * off: its debugger stops on this function's first instruction and reads `status` from r0 (hil.target.guest_exit). */
 __attribute__((noreturn)) void semihost_exit(uint32_t status);
 
 /* The replay image links no libc: the compiler's implicit calls land in freestanding.c. */

@@ -12,11 +12,14 @@ kept; the runs of any other sequence are counted in a warning.
 from __future__ import annotations
 
 import copy
+import subprocess
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hil.records.tensors import reader_error
+from hil.base.native_log import held_back
 from hil.records import events as ev
 from hil.analysis.inspector_log import inspector_warnings
 from hil.base.errors import AnalysisError
@@ -52,7 +55,8 @@ def read_etrecord(etrecord_path: Path) -> Any:
     try:
         return parse_etrecord(str(etrecord_path))
     except Exception as exc:  # the parser raises RuntimeError, KeyError, zip errors...
-        raise AnalysisError(f"cannot read ETRecord {etrecord_path}: {exc}") from exc
+        # torch's advice to load with weights_only=False would run the file's code: only its finding is kept
+        raise AnalysisError(f"cannot read ETRecord {etrecord_path}: {reader_error(exc)}") from exc
 
 
 def edge_programs(etrecord: Any) -> dict[str, Any]:
@@ -80,16 +84,18 @@ def inspect_etdump(data: bytes, etdump_path: Path, etrecord_path: Path, etrecord
     with warnings.catch_warnings(), inspector_warnings(etrecord_path) as logged:
         warnings.simplefilter("ignore")  # "Output Buffer not found": we never ask for tensors
         try:
-            inspector = Inspector(
-                etdump_data=data,
-                etrecord=for_inspector,
-                source_time_scale=EtTimeScale.CYCLES,
-                target_time_scale=EtTimeScale.CYCLES,
-            )
+            with held_back() as flatc:  # its usage text for a dump it cannot read stays off the terminal
+                inspector = Inspector(
+                    etdump_data=data,
+                    etrecord=for_inspector,
+                    source_time_scale=EtTimeScale.CYCLES,
+                    target_time_scale=EtTimeScale.CYCLES,
+                )
         except Exception as exc:
+            said = flatc.first_error()
             raise AnalysisError(
                 f"the Inspector cannot decode ETDump {etdump_path} with ETRecord {etrecord_path}: "
-                f"{type(exc).__name__}: {exc}"
+                f"{type(exc).__name__}: {_one_line(exc)}" + (f" (flatc: {said})" if said else "")
             ) from exc
     executes = [b for b in inspector.event_blocks if _method_event(b) is not None]
     if not executes:
@@ -111,6 +117,14 @@ def inspect_etdump(data: bytes, etdump_path: Path, etrecord_path: Path, etrecord
                          f"a different event sequence and are left out")
         methods.append(kept)
     return Inspected(methods, load, logged + notes)
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's text on one line; for flatc's failure its status, not its argv of temporary paths."""
+    if isinstance(exc, subprocess.CalledProcessError):
+        how = f"signal {-exc.returncode}" if exc.returncode < 0 else f"status {exc.returncode}"
+        return f"flatc ended with {how}"
+    return " ".join(str(exc).split())
 
 
 def _method_event(block: Any) -> Any:

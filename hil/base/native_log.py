@@ -28,7 +28,10 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
+
+from hil.base.no_follow import no_follow
 
 LOG_NAME = "host_runtime.log"
 STDERR_FD = 2
@@ -101,8 +104,55 @@ def native_lines(label: str) -> Iterator[None]:
 def _append(target: Path, label: str, said: bytes) -> None:
     """The call's lines under a `# label` line; a log that cannot be written costs the lines, never the run."""
     try:
-        with open(target, "ab") as log:
+        with open(target, "ab", opener=no_follow) as log:
             log.write(f"# {label}\n".encode())
             log.write(said if said.endswith(b"\n") else said + b"\n")
     except OSError:
         pass
+
+
+@dataclass
+class HeldBack:
+    """What a child process said on the inherited fds 1 and 2 during `held_back()`."""
+
+    text: str = ""
+
+    def first_error(self) -> str | None:
+        """What follows the first line that is `error:` alone (flatc prints its usage, then `error:` and the
+        reason on the next line), without the usage text; None when no such line was said."""
+        lines = [line.strip() for line in self.text.splitlines()]
+        for index, line in enumerate(lines):
+            if line == "error:" and index + 1 < len(lines) and lines[index + 1]:
+                return lines[index + 1]
+        return None
+
+
+@contextlib.contextmanager
+def held_back() -> Iterator[HeldBack]:
+    """fd 1 and fd 2 onto a scratch file for the block, whatever the run: a child that inherits them (ExecuTorch
+    runs flatc with neither captured, which prints its 26-line usage text for a corrupt ETDump) says nothing on
+    the terminal, and the caller's one line can quote the child's error from `text`."""
+    held = HeldBack()
+    with _LOCK, tempfile.TemporaryFile(prefix="hil-held-") as scratch:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        _flush_c_streams()
+        saved: list[tuple[int, int]] = []
+        try:
+            for fd in (1, STDERR_FD):
+                try:
+                    saved.append((fd, os.dup(fd)))
+                except OSError:  # no such fd (a daemon): nothing reaches a terminal from it anyway
+                    continue
+                os.dup2(scratch.fileno(), fd)
+            yield held
+        finally:
+            _flush_c_streams()
+            for fd, copy in saved:
+                os.dup2(copy, fd)
+                os.close(copy)
+            scratch.seek(0)
+            held.text = scratch.read().decode("utf-8", errors="replace")

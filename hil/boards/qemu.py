@@ -2,9 +2,10 @@
 
 It travels the same road as the RT700: serial capture before anything runs, GDB/MI flash
 (`-target-download`), reset, the run-configuration handshake at `hil_config_ready`, breakpoint at
-`hil_etdump_ready`, dump of `result.buf/size`, then the target runs to its end and QEMU's exit
-status is the image's. With a keeper (the pytest session's, hil.boards.qemu_keep) the image stops on
-entry to `semihost_exit` instead, and QEMU is kept, halted, for the next run of the same image.
+`hil_etdump_ready`, dump of `result.buf/size`, then the target runs to its end: the debugger stops it on
+entry to `semihost_exit` and reads its exit status (QEMU serves no semihosting: hil.target.guest_exit).
+With a keeper (the pytest session's, hil.boards.qemu_keep) QEMU is then kept, halted, for the next run of
+the same image; without one it is stopped.
 Files in `workdir`: serial.log, mi.log (GDB transcript), qemu.log, trace.etdump. With a keeper, QEMU's
 own log is a file of the keeper's (it outlives the run) and `workdir`'s qemu.log is written by `close()`:
 the bytes QEMU wrote during this run, so no file of a run folder changes after its run.
@@ -27,6 +28,7 @@ from hil.target.capture import RunContext, raise_if_fault
 from hil.target.etdump_stream import read_out
 from hil.target.forensics import FaultWatch
 from hil.target.gdbmi import GdbMiSession
+from hil.target.guest_exit import EXIT_FUNCTION, ExitWatch
 from hil.target.ports import LOOPBACK
 from hil.target.qemu import QemuProcess, pty_opened_by_other
 from hil.target.qemu_fate import blame_qemu_first, uart_held_by_other, uart_peer
@@ -39,8 +41,6 @@ from hil.base.entry_check import file_sum
 from hil.boards.qemu_keep import KeptQemu, LogPart, QemuKeeper
 
 END_LINE = "Program complete, exiting."
-# Where the replay image ends (firmware/qemu/semihost.c): QEMU exits inside it.
-EXIT_FUNCTION = "semihost_exit"
 # Seconds QEMU's UART socket gets to show up as connected in `info chardev`.
 SERIAL_ATTACH_S = 5.0
 # Seconds a failure waits for QEMU's exit status when QEMU may be dying (only on the way to an error).
@@ -162,6 +162,7 @@ class QemuBoard:
         if self._gdb is None or self._serial is None or self.image is None:
             raise TargetError(f"board '{self.name}': attach() before flash()")
         self._gdb.reset(str(self.cfg.get("qemu.reset_monitor", "system_reset")))
+        self._watch_exit(self._gdb)
         return self._gdb, self._serial
 
     def run(self, timeout: float, plan: RunPlan) -> RunCapture:
@@ -179,6 +180,7 @@ class QemuBoard:
         try:
             with self._step("run_to_breakpoint", f"run {plan.describe()} to {self.cfg.breakpoint}"):
                 gdb.reset(str(self.cfg.get("qemu.reset_monitor", "system_reset")))
+                self._watch_exit(gdb)
                 run_planned(gdb, ctx, plan, deadline, rebuild=REBUILD_HINT)
             debug = None
             if plan.debug_outputs:  # its console line comes first, so it is read first
@@ -190,7 +192,7 @@ class QemuBoard:
                 outputs = read_outputs(gdb, ctx, self.cfg.ram_regions) if plan.inputs is not None else None
                 stack = read_stack_mark(gdb, self.cfg.ram_regions).to_dict()
             with self._step("finish", "let the image finish"):
-                exit_code = self._park(ctx, deadline) if self.keeper is not None else self._finish(ctx, deadline)
+                exit_code = self._finish(ctx, deadline)
         except TargetError as exc:
             raise blame_qemu_first(exc, qemu, self.name, QEMU_REAP_S) from exc.__cause__
         return RunCapture(
@@ -222,8 +224,10 @@ class QemuBoard:
         keep, self._parked = self._parked and self.keeper is not None and qemu is not None and qemu.alive, False
         try:
             if gdb is not None:
-                if keep:  # leave the stub without detaching: a detach resumes QEMU's CPU
-                    keep = _disconnected(gdb)
+                # Leave the stub without detaching: a detach resumes QEMU's CPU, and an image halted at its exit
+                # would run into the semihosting trap QEMU does not serve (a HardFault on the console).
+                disconnected = qemu is not None and qemu.alive and _disconnected(gdb)
+                keep = keep and disconnected
                 gdb.close()
         finally:
             if keep and serial is not None and qemu is not None and self._give_back(qemu, serial):
@@ -313,67 +317,30 @@ class QemuBoard:
                 )
             time.sleep(0.02)
 
-    def _finish(self, ctx: RunContext, deadline: float) -> int | None:
-        """Let the image run to its end: its last line, then QEMU's exit with the image's status."""
-        assert self._gdb is not None and self._qemu is not None
-        try:
-            if self._qemu.serial_pty:
-                self._hold_exit_until_console_drained(ctx, deadline)
-            stop = self._gdb.continue_until_stop(_left(deadline))
-            raise_if_fault(self._gdb, ctx, stop)
-            if not stop.target_gone:
-                raise ctx.failure(f"target stopped again after the breakpoint instead of finishing: {stop.describe()}")
-            if not self._qemu.serial_pty:  # else already seen before the exit
-                ctx.serial.expect(END_LINE, _left(deadline))
-        except TargetError as exc:
-            if str(exc).startswith(f"board '{self.name}'") or isinstance(exc, TargetFault):
-                raise
-            raise ctx.failure(f"target did not finish after the ETDump was read: {exc}", type(exc)) from exc
-        exit_code = self._qemu.exit_status(timeout=_left(deadline))
-        if exit_code is None:
-            raise ctx.failure(f"QEMU did not exit after '{END_LINE}' (log: {self.qemu_log})", TimeoutExpired)
-        if exit_code != 0:
-            raise ctx.failure(f"QEMU exit status {exit_code} (the image's exit code; log: {self.qemu_log})")
-        return exit_code
-
-    def _park(self, ctx: RunContext, deadline: float) -> int:
-        """With a keeper: stop the image on entry to `semihost_exit`, its status in r0, QEMU left alive and halted.
-
-        The kept QEMU's next run resets the core (hil.boards.qemu_keep); the status is checked as QEMU's
-        exit status would be."""
+    def _finish(self, ctx: RunContext, deadline: float) -> int:
+        """Let the image run to its exit: the debugger stops it on entry to `semihost_exit` (hil.target.guest_exit),
+        its status in r0, after its last line came through. QEMU stays halted there: close() stops it, or the
+        keeper keeps it for the image's next run, which resets the core (hil.boards.qemu_keep)."""
         assert self._gdb is not None
         try:
-            self._gdb.break_insert(f"*{EXIT_FUNCTION}", temporary=True)
             stop = self._gdb.continue_until_stop(_left(deadline))
             raise_if_fault(self._gdb, ctx, stop)
-            if stop.target_gone:
-                raise ctx.failure(f"target exited before reaching {EXIT_FUNCTION}: {stop.describe()}")
-            if stop.frame_func != EXIT_FUNCTION:
+            if stop.frame_func != EXIT_FUNCTION or stop.exit_code is None:
                 raise ctx.failure(f"target stopped again after the breakpoint instead of finishing: {stop.describe()}")
-            status = self._gdb.evaluate_int("$r0")
             ctx.serial.expect(END_LINE, _left(deadline))
         except TargetError as exc:
             if str(exc).startswith(f"board '{self.name}'") or isinstance(exc, TargetFault):
                 raise
             raise ctx.failure(f"target did not finish after the ETDump was read: {exc}", type(exc)) from exc
-        if status != 0:
-            raise ctx.failure(f"the image's exit status is {status} ({EXIT_FUNCTION}'s argument)")
+        if stop.exit_code != 0:
+            raise ctx.failure(f"the image's exit status is {stop.exit_code} ({EXIT_FUNCTION}'s argument)")
         self._parked = True
-        return status
+        return 0
 
-    def _hold_exit_until_console_drained(self, ctx: RunContext, deadline: float) -> None:
-        """With a pty console, stop the image at `semihost_exit` until its last line has come through.
-
-        QEMU's exit hangs the pty up, and a hang-up discards what the reader (ser2net) has not read yet:
-        the last line could be lost. A real board does not vanish after its last line; this makes the
-        emulated one wait the same way.
-        """
-        assert self._gdb is not None
-        self._gdb.break_insert(EXIT_FUNCTION, temporary=True)
-        stop = self._gdb.continue_until_stop(_left(deadline))
-        if stop.target_gone:
-            raise ctx.failure(f"target exited before reaching {EXIT_FUNCTION}: {stop.describe()}")
-        ctx.serial.expect(END_LINE, _left(deadline))
+    def _watch_exit(self, gdb: GdbMiSession) -> None:
+        """Take the image's exit at `semihost_exit` (QEMU serves no semihosting). An image without it has no
+        clean end: its run ends in the fault or the deadline the harness reports."""
+        ExitWatch(gdb).arm()
 
 
 def icount_shift(cfg: BoardConfig) -> int | None:

@@ -93,10 +93,12 @@ def inspect_run(folder: Path, drift_snr_db: float | None = None) -> Profile:
     (a debug-output run), its `drift` section too, at `drift_snr_db` or the run's own threshold."""
     from hil.analysis.profile import build_profile
 
+    _refuse_links_out(Path(folder))
     run = RunFolder(Path(folder))
     if not run.has_manifest:
         raise AnalysisError(f"{folder} is not a run folder: no manifest.json")
     manifest = run.manifest()  # a corrupt one is an AnalysisError naming it, never a traceback
+    _refuse_unfinished(folder, manifest)
     serial_log = folder / "serial.log"
     console = None
     if serial_log.is_file():
@@ -118,6 +120,24 @@ def inspect_run(folder: Path, drift_snr_db: float | None = None) -> Profile:
 
         profile = profile.replace(drift=drift_of_folder(folder, manifest, drift_snr_db))
     return profile
+
+
+def _refuse_unfinished(folder: Path, manifest: Manifest) -> None:
+    """A run that ended before its ETDump was written (killed, failed) is said so, as its manifest records it."""
+    if (folder / "trace.etdump").exists() or not manifest.error:
+        return
+    how = "was interrupted" if manifest.extra.get("error_kind") == "interrupted" else "failed"
+    raise AnalysisError(f"{folder}: the run {how} before it wrote its ETDump ({manifest.error}, as its manifest.json"
+                        " records), so there is nothing to inspect")
+
+
+def _refuse_links_out(folder: Path) -> None:
+    """Every file the analysis reads is the folder's own: a link out of it is refused before any is read."""
+    from hil.base.no_follow import stays_inside
+    from hil.records.evidence import ANALYSED
+    from hil.records.manifest import MANIFEST_NAME
+
+    stays_inside(folder, (MANIFEST_NAME, *ANALYSED))
 
 
 def _simulated(folder: Path, manifest: Manifest) -> bool:
@@ -168,6 +188,7 @@ def inspect_files(args: InspectRequest) -> int:
         finite_number(args.drift_snr_db, "--drift-snr-db")
     path = Path(args.path)
     if path.is_dir():
+        _refuse_links_out(path)
         unverified = _verify(path, args.no_verify)
         profile = inspect_run(path, args.drift_snr_db)
         profile = profile.replace(warnings=[*unverified, *profile.warnings])

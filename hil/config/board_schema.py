@@ -15,6 +15,7 @@ folder when it is read (see hil.config.board_config).
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,21 @@ def text(*, non_empty: bool = False) -> Setting:
     if non_empty:
         return Setting("a non-empty string", lambda v: isinstance(v, str) and bool(v.strip()))
     return Setting("a string", lambda v: isinstance(v, str))
+
+
+def pattern(expected: str, regex: str) -> Setting:
+    """A string all of which matches `regex`: a value passed to gdb or QEMU as one word of its command."""
+    compiled = re.compile(regex)
+    return Setting(expected, lambda v: isinstance(v, str) and compiled.fullmatch(v) is not None)
+
+
+# gdb's linespecs the harness documents (FUNCTION, a C++ qualified one, or file.c:LINE) and the result, an
+# identifier with members; QEMU's -machine value, one word (a name and its properties, no blank).
+BREAKPOINT = pattern("FUNCTION or file.c:LINE (an identifier, or a file name and a line number)",
+                     r"[A-Za-z_]\w*(::[A-Za-z_]\w*)*|[\w./+-]+:\d+")
+RESULT_EXPR = pattern("an identifier, with .member or ->member parts (the struct holding .buf and .size)",
+                      r"[A-Za-z_]\w*((\.|->)[A-Za-z_]\w*)*")
+MACHINE = pattern("a QEMU machine name, with its ,property=value parts, and no blank", r"[A-Za-z0-9][\w.,=-]*")
 
 
 def choice(*values: str) -> Setting:
@@ -118,7 +134,7 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
     },
     "qemu": {
         "executable": text(non_empty=True),
-        "machine": text(non_empty=True),
+        "machine": MACHINE,
         "cpu": text(non_empty=True),
         "reset_monitor": text(non_empty=True),
         # In a lab: the path ser2net serves as this QEMU's console; the board links it to QEMU's pty (hil.lab).
@@ -129,8 +145,8 @@ SCHEMA: dict[str, dict[str, Setting | None] | None] = {
     },
     "debug": {
         "gdb": text(non_empty=True),
-        "breakpoint": text(non_empty=True),
-        "result_expr": text(non_empty=True),
+        "breakpoint": BREAKPOINT,
+        "result_expr": RESULT_EXPR,
         "timeout_s": POSITIVE_S,
         "fault_handlers": list_of("function names", lambda v: isinstance(v, str) and bool(v)),
         # How the ETDump leaves the target (hil.config.etdump_bound): read through the debugger, or framed on the console.

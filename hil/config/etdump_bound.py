@@ -42,11 +42,15 @@ def transport(cfg: "BoardConfig") -> str:
 def max_traced_runs(instructions: int, buffer_bytes: int, *, debug: bool = False,
                     limit: int = FIRMWARE_MAX_RUNS) -> int:
     """hil::max_traced_runs: the most runs of a method of `instructions` instructions one dump holds."""
-    per_instruction = EVENTS_PER_INSTRUCTION_DEBUG if debug else EVENTS_PER_INSTRUCTION
-    per_run = RUN_BYTES + (per_instruction * instructions + 1) * EVENT_BYTES
     if buffer_bytes <= FIXED_BYTES:
         return 0
-    return min((buffer_bytes - FIXED_BYTES) // per_run, limit)
+    return min((buffer_bytes - FIXED_BYTES) // run_bytes(instructions, debug=debug), limit)
+
+
+def run_bytes(instructions: int, *, debug: bool = False) -> int:
+    """The ETDump bytes one run of a method of `instructions` instructions takes (beside the dump's FIXED_BYTES)."""
+    per_instruction = EVENTS_PER_INSTRUCTION_DEBUG if debug else EVENTS_PER_INSTRUCTION
+    return RUN_BYTES + (per_instruction * instructions + 1) * EVENT_BYTES
 
 
 def program_instructions(pte: Path, index: int = 0) -> int:
@@ -69,6 +73,13 @@ def check_traced_runs(cfg: "BoardConfig", pte: Path, runs: int, *, debug: bool =
     stream = chosen == "console" or (chosen == "auto" and runs > bound and not debug)
     figures = {"transport": chosen, "stream": stream, "etdump_buffer_bytes": room, "instructions": instructions,
                "max_traced_runs": bound, "runs": runs}
+    if not stream and bound == 0:
+        one = FIXED_BYTES + run_bytes(instructions, debug=debug)
+        raise InputError(
+            f"the {room} B ETDump buffer of board '{cfg.name}' ({BUFFER_KEY}, the firmware's HIL_ETDUMP_BUFFER_SIZE) "
+            f"cannot hold even one run of {pte}: one run of its {instructions} instructions needs {one} B ({FIXED_BYTES}"
+            f" B once per dump and {one - FIXED_BYTES} B per run); give {BUFFER_KEY} at least {one} B; refused"
+            " before any image was built")
     if not stream and runs > bound:
         debug_note = " (the debug outputs need one dump)" if debug and chosen == "auto" else ""
         raise InputError(

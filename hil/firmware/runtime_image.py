@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from hil.base.no_follow import no_follow
 from hil.base.atomic import copy_error, copy_file, make_public_dir
 from hil.base.cache_entry import served
 from hil.base.entry_check import seal
@@ -317,7 +318,7 @@ class _locked:
     def __enter__(self) -> "_locked":
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            self.fd = no_follow(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
             raise BuildError(f"the QEMU runtime cache folder {self.path.parent} cannot be written ({exc.strerror}): "
                              f"a read-only cache serves only the images it holds, and {self.what} is not among "

@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from hil.base.no_follow import no_follow
 from hil.base.errors import BuildError, TimeoutExpired
 from hil.target.session_guard import end_session
 from hil.target.spawner import START_TIMEOUT_S, spawn
@@ -70,7 +71,7 @@ def run_logged(cmd: Sequence[str], *, cwd: Path, log: Path, timeout: float) -> N
     """
     shown = " ".join(str(part) for part in cmd)
     start_within = START_TIMEOUT_S
-    with open(log, "a", encoding="utf-8") as handle:
+    with open(log, "a", encoding="utf-8", opener=no_follow) as handle:
         handle.write(f"$ {shown}\n")
         handle.flush()
         try:

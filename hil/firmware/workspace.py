@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hil.base.no_follow import no_follow
 from hil.base.atomic import write_text
 from hil.base.errors import BuildError
 from hil.firmware.git_cmd import GitTimeout, WorkspaceError, git, why as _why
@@ -147,7 +148,7 @@ class Assembler:
     def assemble(self) -> list[Outcome]:
         """Every pin in order, under a lock (two runs into one folder would fight over git's locks)."""
         self.dest.mkdir(parents=True, exist_ok=True)
-        with open(self.dest / ".hil-workspace.lock", "w") as lock:
+        with open(self.dest / ".hil-workspace.lock", "w", opener=no_follow) as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -32,6 +32,7 @@ from hil.regress.option_values import check_options
 from hil.regress.stats import drop_warmup
 from hil.report.figures import junit_properties, openmetrics_text
 from hil.report.trace import write_trace_json
+from hil.run import session_mark
 from hil.run.folder import RunFolder
 from hil.plugin.settings import option_help
 
@@ -39,6 +40,7 @@ __all__ = ["hil_budget", "judge_options", "marker_budget", "pytest_addoption", "
            "pytest_configure", "pytest_runtest_makereport", "pytest_sessionfinish", "rerun_of", "run_folders"]
 
 _METRICS = pytest.StashKey[list]()
+_SESSION_BEFORE = pytest.StashKey["str | None"]()
 _START_SLACK_S = 1.0
 # The numeric options checked before the session starts (hil.regress.option_values).
 _CHECKED = ("warmup", "tolerance", "noise-k", "min-delta-us", "confirm", "baseline-runs")
@@ -78,8 +80,14 @@ def pytest_configure(config: pytest.Config) -> None:
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_METRICS] = []
+    config.stash[_SESSION_BEFORE] = session_mark.begin()  # this session's id, in each run's manifest
     config.pluginmanager.register(junit.SuiteProperties(config), "hil-junit-suite-properties")
     config.pluginmanager.register(unjudged.NotJudgedSummary(), "hil-not-judged-summary")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _SESSION_BEFORE in config.stash:
+        session_mark.end(config.stash[_SESSION_BEFORE])
 
 
 def check_gate_options(config: pytest.Config) -> None:
@@ -144,12 +152,14 @@ def marker_budget(item: pytest.Item) -> Budget | None:
 
 def run_folders(item: pytest.Item, call_start: float) -> list[Path]:
     """Run folders of this test: recorded by the plugin, or written under its artifacts folder during the call."""
-    folders = list(item.stash.get(RUN_FOLDERS, []))
+    # hil_profile's folders, when this session's run wrote them: a run refused in a folder another session
+    # shares (busy with that session's run) is not judged under that run's figures (hil.run.session_mark)
+    folders = [folder for folder in item.stash.get(RUN_FOLDERS, []) if session_mark.ours(folder)]
     folders += [Path(str(v)) for k, v in item.user_properties if k == junit.ARTIFACTS_PROPERTY]  # recorded by hand
     root = getattr(item, "funcargs", {}).get("hil_artifacts_dir")
     if root is not None and Path(root).is_dir():
         for manifest in sorted(Path(root).glob("*/manifest.json")):
-            if manifest.stat().st_mtime >= call_start - _START_SLACK_S:
+            if manifest.stat().st_mtime >= call_start - _START_SLACK_S and not session_mark.others(manifest.parent):
                 folders.append(manifest.parent)
     unique: dict[Path, Path] = {}
     for folder in folders:

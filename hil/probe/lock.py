@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from hil.base.no_follow import no_follow
 from hil.base.errors import BoardConfigError, TimeoutExpired
 from hil.base.held_lock import HeldLock
 
@@ -128,7 +129,7 @@ class ProbeLock(HeldLock):
 
     def _try_lock_once(self) -> int | None:
         """Open the lock file and try to flock it; returns the fd when we own the file at `self.path`."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        fd = no_follow(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             os.fchmod(fd, 0o666)  # despite the umask: the next CI job may run as another user
         except PermissionError:

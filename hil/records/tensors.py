@@ -29,6 +29,8 @@ INPUT_SUFFIXES = (".pt", ".npz")
 ZIP_MAGIC = b"PK\x03\x04"
 # Where torch.load(weights_only=True) says what it found in the file, after its advice.
 WEIGHTS_ERROR = "WeightsUnpickler error:"
+# torch's advice after its finding: allowlist the file's globals (as unsafe as weights_only=False).
+ALLOWLIST_ADVICE = " Please use `torch.serialization.add_safe_globals"
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,7 @@ def reader_error(exc: Exception) -> str:
     text = str(exc)
     if WEIGHTS_ERROR in text:
         text = WEIGHTS_ERROR + text.split(WEIGHTS_ERROR, 1)[1].split("Check the documentation", 1)[0]
+        text = text.split(ALLOWLIST_ADVICE, 1)[0]  # allowlisting the file's global is the same unsafe fix
     return f"{type(exc).__name__}: {one_line(text) or 'no detail (an empty or cut-off file?)'}"
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hil.base.no_follow import no_follow, not_a_link
 from hil.records.profile_model import Profile, as_profile, history_profile
 from hil.records.statistics import summarize
 from hil.base.errors import AnalysisError, FileContentError
@@ -64,6 +65,8 @@ def connect(path: Path) -> sqlite3.Connection:
     """Open (creating if needed) a history database ready for concurrent writers."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    for name in (path.name, f"{path.name}-wal", f"{path.name}-shm", f"{path.name}-journal"):
+        not_a_link(path.with_name(name))  # SQLite opens each by name, following a link
     try:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
         conn.row_factory = sqlite3.Row
@@ -86,7 +89,7 @@ def _setup_lock(path: Path) -> Iterator[None]:
     the switch is covered by the busy timeout. The lock file sits beside the database.
     """
     deadline = time.monotonic() + BUSY_TIMEOUT_S
-    with open(path.with_name(path.name + ".lock"), "a+b") as handle:
+    with open(path.with_name(path.name + ".lock"), "a+b", opener=no_follow) as handle:
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hil.run import session_mark
+from hil.base.no_follow import no_follow
 from hil.base import atomic
 from hil.records.profile_model import Profile
 from hil.analysis.warmup import drop_warmup
@@ -78,7 +80,8 @@ class RunFolder:
 
     def write_manifest(self, provenance: Mapping[str, Any], names: Iterable[str] | None = RUN_FILES) -> Manifest:
         """manifest.json describing the folder now (names=None: every file in it)."""
-        return Manifest.from_json(write_manifest(self.path, dict(provenance), names))
+        # the session that wrote it (hil.run.session_mark): a shared artifacts folder's runs stay apart
+        return Manifest.from_json(write_manifest(self.path, {**dict(provenance), **session_mark.mark()}, names))
 
     def relist(self) -> None:
         """Files added after the run (trace.json) listed in its manifest too, so the manifest stays true."""
@@ -119,7 +122,7 @@ class RunFolderLock(HeldLock):
     def acquire(self) -> "RunFolderLock":
         if self._fd is not None:
             return self
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = no_follow(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

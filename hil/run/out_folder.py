@@ -26,6 +26,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from hil.base.no_follow import no_follow
 from hil.base import atomic
 from hil.base.errors import InputError
 from hil.records.manifest import MANIFEST_NAME, sha256_file
@@ -168,7 +169,7 @@ def clean_if_idle(folder: Path) -> list[Path]:
     if not any(folder.glob(PARTIAL_GLOB)):
         return []
     try:
-        fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CLOEXEC)
+        fd = no_follow(folder / LOCK_NAME, os.O_RDWR)
     except OSError:
         return []
     try:

@@ -33,6 +33,7 @@ from hil.target.fault_registers import (
     FaultRegisters, cause_of, exception_name,
 )
 from hil.target.gdbmi import GdbMiSession, StopEvent
+from hil.target.guest_exit import semihosting_call
 
 BACKTRACE_DEPTH = 16
 SIGNAL_FRAME = "<signal handler called>"  # how gdb names the exception frame it unwinds through
@@ -167,6 +168,9 @@ def examine_fault(gdb: GdbMiSession, handler: tuple[str, ...]) -> FaultReport:
     report = FaultReport("fault", "", exception, cause, location, caller, core, handler, registers, frame,
                          frame_stack, trace, notes)
     report.summary = _fault_summary(report)
+    call = semihosting_call(gdb, frame) if frame is not None else None
+    if call is not None:  # the fault is the trap QEMU no longer serves: say what the image tried first
+        report.summary = f"{call}; {report.summary}"
     return report
 
 

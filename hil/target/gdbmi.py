@@ -13,11 +13,13 @@ import itertools
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pygdbmi.IoManager import IoManager
 
+from hil.base.no_follow import no_follow
 from hil.base.atomic import file_mode, room_error, write_bytes
 from hil.base.errors import TargetError, TimeoutExpired
 from hil.target.mi_records import StopEvent, mi_quote, render, stop_event
@@ -59,13 +61,15 @@ class GdbMiSession:
         popen = self._process.popen
         assert popen is not None and popen.stdin is not None and popen.stdout is not None
         self._io = IoManager(popen.stdin, popen.stdout, None, MI_QUIET_S)
-        self._transcript = open(self.transcript_path, "ab", buffering=0)
+        self._transcript = open(self.transcript_path, "ab", buffering=0, opener=no_follow)
         self._tokens = itertools.count(1)
         self._results: dict[int, dict[str, Any]] = {}
         self._events: list[dict[str, Any]] = []
         self._streams: list[str] = []
         self._closed = False
         self._unanswered: str | None = None  # the command gdb is still busy with (a signal or a timeout left it)
+        # What a stop means to the board (hil.target.guest_exit: a stop at the exit function is the exit).
+        self.stop_filter: Callable[[StopEvent], StopEvent] | None = None
         try:
             # Asynchronous MI: gdb keeps reading commands while the target runs, so -exec-interrupt
             # works (with the default synchronous mode gdb ignores stdin until the target stops).
@@ -208,6 +212,7 @@ class GdbMiSession:
         while True:
             stop = self._take_stop()
             if stop is not None:
+                stop = self.stop_filter(stop) if self.stop_filter is not None else stop
                 self._note(f"## stop: {stop.describe()}")
                 return stop
             if not self._process.alive:

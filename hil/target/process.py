@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from hil.base.no_follow import no_follow
 from hil.base.errors import TargetError, TimeoutExpired
 from hil.target.session_guard import end_session, stat_fields
 from hil.target.spawner import START_TIMEOUT_S, spawn
@@ -72,7 +73,7 @@ class ManagedProcess:
         if self.popen is not None:
             raise TargetError(f"{self.name}: already started (pid {self.popen.pid})")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "ab", buffering=0)
+        self._log = open(self.log_path, "ab", buffering=0, opener=no_follow)
         self._log.write(f"$ {' '.join(self.argv)}\n".encode())
         env = None if self.env is None else {**os.environ, **self.env}
         try:

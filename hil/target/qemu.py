@@ -23,6 +23,10 @@ from hil.target.process import ManagedProcess
 START_TIMEOUT_S = 10.0
 # A port picked by free_tcp_port can be taken by someone else before QEMU binds it: try again.
 START_ATTEMPTS = 3
+# seccomp: no fork/exec (spawn), no set*uid (elevateprivileges), no obsolete or scheduling system calls.
+SANDBOX = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
+# What a QEMU built without libseccomp says to `-sandbox on`.
+NO_SECCOMP = "seccomp support is disabled"
 PTY_LINE = re.compile(r"char device redirected to (/dev/pts/\d+) \(label serial0\)")
 
 
@@ -48,7 +52,10 @@ class QemuProcess:
             "-display", "none", "-monitor", "none", "-parallel", "none",
             "-serial", "pty" if self.serial_pty else f"tcp:{LOOPBACK}:{self.serial_port},server=on,wait=off",
             "-gdb", f"tcp:{LOOPBACK}:{self.gdb_port}",
-            "-semihosting-config", "enable=on,target=native",
+            # The guest cannot reach the host (hil.target.guest_exit): no semihosting call is served, and
+            # QEMU's seccomp filter (`qemu-system-arm -help`, -sandbox) stops it from starting any process.
+            "-semihosting-config", "enable=off",
+            "-sandbox", SANDBOX,
             "-S",
         ]
         if self.cpu:
@@ -103,6 +110,10 @@ class QemuProcess:
                 time.sleep(0.02)
         except TimeoutExpired as exc:
             status = process.close()
+            if _log_says(self.log_path, NO_SECCOMP):
+                raise TargetError(f"QEMU {self.executable} has no seccomp sandbox ({NO_SECCOMP}), which the harness"
+                                  f" runs every guest in: use a QEMU built with libseccomp (log: {self.log_path})"
+                                  ) from exc
             raise TimeoutExpired(f"{exc} (exit status {status}; log: {self.log_path})") from exc
         return self
 
@@ -129,7 +140,7 @@ class QemuProcess:
         return self.process is not None and self.process.alive
 
     def exit_status(self, timeout: float = 5.0) -> int | None:
-        """QEMU's exit status (the image's semihosting exit code), waiting up to `timeout` s for it."""
+        """QEMU's exit status (a QEMU that died: the image's exit is taken by the debugger), waiting up to `timeout` s for it."""
         if self.process is None:
             return None
         try:
@@ -144,11 +155,14 @@ class QemuProcess:
 
 def _port_clash(log_path: Path) -> bool:
     """True when QEMU's log says a socket could not be bound (another process took the port)."""
+    return _log_says(log_path, "Address already in use") or _log_says(log_path, "Failed to bind")
+
+
+def _log_says(log_path: Path, text: str) -> bool:
     try:
-        text = log_path.read_text(encoding="utf-8", errors="replace")
+        return text in log_path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
-    return "Address already in use" in text or "Failed to bind" in text
 
 
 def pty_opened_by_other(pty: str, exclude_pid: int | None) -> bool:

@@ -20,6 +20,7 @@ from typing import IO
 import serial
 from serial.urlhandler import protocol_socket
 
+from hil.base.no_follow import no_follow
 from hil.base.errors import TargetError, TimeoutExpired
 
 # How long one read blocks, so the thread notices close() promptly.
@@ -83,7 +84,7 @@ class SerialReader:
         if self._thread is not None:
             raise TargetError(f"{self.name} {self.url}: reader already started")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "ab", buffering=0)
+        self._log = open(self.log_path, "ab", buffering=0, opener=no_follow)
         try:
             self._port = self._open(time.monotonic() + self.open_timeout)
         except BaseException:
@@ -111,7 +112,7 @@ class SerialReader:
         byte falls between the two logs."""
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        new = open(log_path, "ab", buffering=0)
+        new = open(log_path, "ab", buffering=0, opener=no_follow)
         with self._cond:
             old, self._log, self.log_path = self._log, new, log_path
             self._text, self._cursor, self._nbytes, self._last_byte, self.log_error = "", 0, 0, b"\n", None

@@ -87,3 +87,18 @@ def test_the_console_transport_with_debug_outputs_is_refused_with_the_request(tm
         check_request(RunRequest("cifar10", board, tmp_path, debug_outputs=True))
     assert check_request(RunRequest("cifar10", board, tmp_path)).plan.stream is True
     assert check_request(RunRequest("cifar10", _board("auto"), tmp_path)).plan.stream is False  # decided later
+
+
+def test_a_buffer_too_small_for_one_run_says_so_with_its_size_and_what_one_run_needs(pte) -> None:
+    path, instructions = pte
+    # 16 KiB once per dump, then 256 B a run and 160 B for each of its 2 * instructions + 1 events (hil_config.h).
+    one = 16384 + 256 + (2 * instructions + 1) * 160
+    board = _board("gdb", one - 1)
+    with pytest.raises(InputError) as info:
+        bound.check_traced_runs(board, path, 1)
+    assert str(info.value) == (
+        f"the {one - 1} B ETDump buffer of board 'qemu' (memory.etdump_buffer_bytes, the firmware's "
+        f"HIL_ETDUMP_BUFFER_SIZE) cannot hold even one run of {path}: one run of its {instructions} instructions "
+        f"needs {one} B (16384 B once per dump and {one - 16384} B per run); give memory.etdump_buffer_bytes at "
+        f"least {one} B; refused before any image was built")
+    assert bound.check_traced_runs(_board("gdb", one), path, 1)["max_traced_runs"] == 1

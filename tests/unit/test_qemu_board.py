@@ -151,7 +151,7 @@ def test_breakpoint_never_reached(cfg, etdump, cache, tmp_path: Path) -> None:
     assert time.monotonic() - start < 5
     message = str(info.value)
     assert "board 'qemu'" in message and "breakpoint 'hil_etdump_ready'" in message
-    assert "exited-normally" in message
+    assert "exited, in semihost_exit, exit code 0" in message  # the exit, taken by the debugger
     assert "Program complete, exiting." in message  # the console tail
     assert str(tmp_path / "serial.log") in message
 
@@ -224,7 +224,7 @@ def test_an_image_made_for_another_count_fails_naming_both(cfg, etdump, cache, t
     first_line = str(info.value).splitlines()[0]
     assert "replay image holds 3 runs, asked for 5 (iterations 5, warm-up 0)" in first_line, str(info.value)
     assert first_line.startswith("board 'qemu': the firmware stopped after taking iterations 5, warm-up 0")
-    assert "QEMU exited with status 2" in str(info.value)
+    assert "HardFault" not in str(info.value)  # the exit is taken by the debugger before its trap runs
     assert not (tmp_path / "trace.etdump").exists()
 
 
