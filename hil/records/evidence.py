@@ -25,8 +25,9 @@ from hil.base.errors import FileContentError, HilError
 from hil.records.manifest import MANIFEST_NAME, Manifest, sha256_file
 from hil.records.manifest_seal import is_sealed
 
-# What the analysis of a run folder reads (hil.cli.inspect_cmd), where present.
-ANALYSED = ("trace.etdump", "etrecord.bin", "model.pte", "serial.log", "simulation.json", "debug.bin")
+# What the analysis of a run folder reads (hil.cli.inspect_cmd), where present, and the profile.json it gives
+# again: a folder whose profile changed since the run is refused by `hil inspect` as by `hil compare`.
+ANALYSED = ("trace.etdump", "etrecord.bin", "model.pte", "serial.log", "simulation.json", "debug.bin", "profile.json")
 
 
 class EvidenceError(HilError):
