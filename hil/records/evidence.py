@@ -39,13 +39,14 @@ class ChangedFile(FileContentError):
 
 
 def mismatch(path: Path, entry: Mapping[str, Any], where: Path) -> str:
-    """What differs between the file `path` and its manifest `entry` (size, then sha256), or ""."""
-    recorded, size = entry.get("size"), path.stat().st_size
-    if recorded is not None and recorded != size:  # checked with the sha256: a manifest's size is evidence too
-        return f"{path}: {size} bytes, but {where} says {recorded}: the file or its manifest changed after the run"
+    """What differs between the file `path` and its manifest `entry`, or "": the sha256s first (a changed file
+    is named with both), then the size (a manifest whose size alone changed: its own record is wrong)."""
     actual = sha256_file(path)
     if actual != entry.get("sha256"):
         return f"{path}: sha256 {actual} differs from the {entry.get('sha256')} {where} records: the file changed after the run"
+    recorded, size = entry.get("size"), path.stat().st_size
+    if recorded is not None and recorded != size:  # checked with the sha256: a manifest's size is evidence too
+        return f"{path}: {size} bytes, but {where} says {recorded}: the file or its manifest changed after the run"
     return ""
 
 
