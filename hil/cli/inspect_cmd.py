@@ -88,16 +88,17 @@ def _run_scale(folder: Path, manifest: Manifest) -> TimeScale:
     raise AnalysisError(f"{folder}: its manifest records no clock; inspect its files with --clock-mhz")
 
 
-def inspect_run(folder: Path, drift_snr_db: float | None = None) -> Profile:
+def inspect_run(folder: Path, drift_snr_db: float | None = None, *, verify: bool = True) -> Profile:
     """The profile of a run folder, made again from its files as `hil run` made it; with a debug buffer
-    (a debug-output run), its `drift` section too, at `drift_snr_db` or the run's own threshold."""
+    (a debug-output run), its `drift` section too, at `drift_snr_db` or the run's own threshold.
+    `verify=False` (`--no-verify`): the manifest's digest of its own fields is not checked either."""
     from hil.analysis.profile import build_profile
 
     _refuse_links_out(Path(folder))
     run = RunFolder(Path(folder))
     if not run.has_manifest:
         raise AnalysisError(f"{folder} is not a run folder: no manifest.json")
-    manifest = run.manifest()  # a corrupt one is an AnalysisError naming it, never a traceback
+    manifest = run.manifest(verify=verify)  # a corrupt or changed one: an AnalysisError naming it, never a traceback
     _refuse_unfinished(folder, manifest)
     serial_log = folder / "serial.log"
     console = None
@@ -190,7 +191,7 @@ def inspect_files(args: InspectRequest) -> int:
     if path.is_dir():
         _refuse_links_out(path)
         unverified = _verify(path, args.no_verify)
-        profile = inspect_run(path, args.drift_snr_db)
+        profile = inspect_run(path, args.drift_snr_db, verify=not args.no_verify)
         profile = profile.replace(warnings=[*unverified, *profile.warnings])
     else:
         if args.etrecord is None:

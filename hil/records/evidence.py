@@ -6,6 +6,12 @@ call by 7 us, one changed digit in serial.log's clock line moved `Method::execut
 3349 us, and the analysis cannot tell: such a dump still decodes. So `hil inspect RUN_DIR` re-hashes
 the files the analysis reads, and re-computes the ETDump's CRC-32 against the board's, first; a
 mismatch is an EvidenceError (exit 3) naming the file. `--no-verify` skips the check and says so.
+
+The regression side (`hil compare`, `hil trace`, `hil baseline update`, the pytest gate) reads a run
+folder's profile.json and serial.log: `verify_read` checks each against the manifest first, and a
+mismatch there is a ChangedFile (a damaged input, exit 2), naming the file and both sha256s. A file a
+sealed manifest (hil.records.manifest_seal) does not list is refused too; an older manifest that does
+not list it leaves it unverified, as before.
 """
 
 from __future__ import annotations
@@ -15,15 +21,48 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hil.base.errors import HilError
+from hil.base.errors import FileContentError, HilError
 from hil.records.manifest import MANIFEST_NAME, Manifest, sha256_file
+from hil.records.manifest_seal import is_sealed
 
-# What the analysis of a run folder reads (hil.cli.inspect_cmd), where present.
-ANALYSED = ("trace.etdump", "etrecord.bin", "model.pte", "serial.log", "simulation.json", "debug.bin")
+# What the analysis of a run folder reads (hil.cli.inspect_cmd), where present, and the profile.json it gives
+# again: a folder whose profile changed since the run is refused by `hil inspect` as by `hil compare`.
+ANALYSED = ("trace.etdump", "etrecord.bin", "model.pte", "serial.log", "simulation.json", "debug.bin", "profile.json")
 
 
 class EvidenceError(HilError):
     """A run folder's file differs from what its manifest (or the board's CRC-32) recorded."""
+
+
+class ChangedFile(FileContentError):
+    """A file the regression side reads differs from its manifest's record of it (exit status 2)."""
+
+
+def mismatch(path: Path, entry: Mapping[str, Any], where: Path) -> str:
+    """What differs between the file `path` and its manifest `entry`, or "": the sha256s first (a changed file
+    is named with both), then the size (a manifest whose size alone changed: its own record is wrong)."""
+    actual = sha256_file(path)
+    if actual != entry.get("sha256"):
+        return f"{path}: sha256 {actual} differs from the {entry.get('sha256')} {where} records: the file changed after the run"
+    recorded, size = entry.get("size"), path.stat().st_size
+    if recorded is not None and recorded != size:  # checked with the sha256: a manifest's size is evidence too
+        return f"{path}: {size} bytes, but {where} says {recorded}: the file or its manifest changed after the run"
+    return ""
+
+
+def verify_read(folder: Path, manifest: Manifest | Mapping[str, Any], name: str) -> None:
+    """Before the regression side reads `folder/name`: ChangedFile when it differs from the manifest's record,
+    or is absent from a sealed manifest's list; an older manifest that does not list it leaves it unverified."""
+    folder, manifest = Path(folder), Manifest.from_json(manifest)
+    path, where = folder / name, folder / MANIFEST_NAME
+    entry = manifest.files.get(name)
+    if entry is None:
+        if is_sealed(manifest):
+            raise ChangedFile(f"{path}: not listed in {where}, so it cannot be verified: not the run's file")
+        return
+    problem = mismatch(path, entry, where)
+    if problem:
+        raise ChangedFile(problem)
 
 
 def _crc32(path: Path) -> str:
@@ -50,14 +89,9 @@ def verify_run_folder(folder: Path, manifest: Manifest | Mapping[str, Any]) -> l
             continue
         if not path.is_file():
             raise EvidenceError(f"{path}: listed in {where} but missing")
-        recorded, size = entry.get("size"), path.stat().st_size
-        if recorded is not None and recorded != size:  # checked with the sha256: a manifest's size is evidence too
-            raise EvidenceError(f"{path}: {size} bytes, but {where} says {recorded}: the file or its manifest changed "
-                                "after the run")
-        actual = sha256_file(path)
-        if actual != entry.get("sha256"):
-            raise EvidenceError(f"{path}: sha256 {actual[:16]}... differs from {where}'s {str(entry.get('sha256'))[:16]}...: "
-                                "the file changed after the run")
+        problem = mismatch(path, entry, where)
+        if problem:
+            raise EvidenceError(problem)
         checked.append(name)
     board_crc = manifest.board_crc32
     dump = folder / "trace.etdump"

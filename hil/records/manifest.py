@@ -18,10 +18,11 @@ from hil.base.entry_check import file_sum
 from hil.base.errors import AnalysisError
 from hil.base.json_record import EMPTY, JsonRecord
 from hil.base.paths import REPO_ROOT, in_checkout
+from hil.records.manifest_seal import SEALED_SCHEMA, check_seal, seal
 from hil.records.validate.manifest import check_manifest
 
 MANIFEST_NAME = "manifest.json"
-SCHEMA = "et-hil/manifest/1"
+SCHEMA = SEALED_SCHEMA  # carries its own digest (hil.records.manifest_seal)
 
 
 def _empty() -> Mapping[str, Any]:
@@ -162,7 +163,8 @@ def describe_files(folder: Path, names: Iterable[str] | None = None) -> dict[str
 
 
 def write_manifest(folder: Path, provenance: dict[str, Any], names: Iterable[str] | None = None) -> dict[str, Any]:
-    """Describe the folder as it is now; called at the end of a run, failed or not.
+    """Describe the folder as it is now, sealed (hil.records.manifest_seal); called at the end of a run,
+    failed or not.
 
     `names`: the run's own files. A run folder may sit among other files (a `--out` that already
     held data): only the run's are hashed, so an unrelated 4 GB file neither slows the manifest nor
@@ -177,14 +179,21 @@ def write_manifest(folder: Path, provenance: dict[str, Any], names: Iterable[str
         **provenance,
         "files": describe_files(folder, names),
     }
-    atomic.write_json(folder / MANIFEST_NAME, manifest)
-    return manifest
+    return write_sealed(folder, manifest)
 
 
-def read_manifest(folder: Path) -> dict[str, Any]:
+def write_sealed(folder: Path, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """`manifest` sealed and written as the folder's manifest.json; returns what was written."""
+    sealed = seal(manifest)
+    atomic.write_json(Path(folder) / MANIFEST_NAME, sealed)
+    return sealed
+
+
+def read_manifest(folder: Path, *, verify: bool = True) -> dict[str, Any]:
     """manifest.json of a run folder; AnalysisError naming the file when it is missing, not a JSON
-    object, or holds a field of the wrong type (hil.records.validate.manifest): a corrupt file beside a trace
-    must cost a clear message, never a traceback."""
+    object, no longer hashes to its own digest (hil.records.manifest_seal; `verify=False`: not checked,
+    `hil inspect --no-verify`) or holds a field of the wrong type (hil.records.validate.manifest): a
+    corrupt file beside a trace must cost a clear message, never a traceback."""
     path = Path(folder) / MANIFEST_NAME
     try:
         data = json.loads(path.read_bytes())
@@ -194,9 +203,11 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         raise AnalysisError(f"{path}: not a readable manifest ({type(exc).__name__}: {str(exc)[:200]})") from exc
     if not isinstance(data, dict):
         raise AnalysisError(f"{path}: not a manifest: a JSON {type(data).__name__}, not an object")
+    if verify:
+        check_seal(data, path)
     return check_manifest(data, path)
 
 
-def load_manifest(folder: Path) -> Manifest:
+def load_manifest(folder: Path, *, verify: bool = True) -> Manifest:
     """manifest.json of a run folder as a Manifest (errors as `read_manifest`)."""
-    return Manifest.from_json(read_manifest(folder))
+    return Manifest.from_json(read_manifest(folder, verify=verify))

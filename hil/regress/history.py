@@ -26,6 +26,7 @@ from hil.base.json_record import thaw
 from hil.records.manifest import Manifest
 from hil.numerics.gate import numerics_summary
 from hil.regress.history_read import connect_read_only
+from hil.regress.history_seal import DamagedRow, is_sealed, row_problem, seal_history, seal_row
 from hil.regress.identity import keyed_events
 from hil.regress.timebase import TimeBase, from_history_row, time_base_of
 from hil.records.validate.fields import one_line
@@ -123,10 +124,12 @@ def _create(conn: sqlite3.Connection) -> None:
     # matches nothing): never left empty, so no reader can take an old row for a run of any base.
     old = [dict(r) for r in conn.execute("SELECT id, simulated, time_scale FROM runs WHERE time_base IS NULL")]
     conn.executemany("UPDATE runs SET time_base = ? WHERE id = ?", [(from_history_row(r).key, r["id"]) for r in old])
+    seal_history(conn)  # last: the rows as they are now get their checksums (hil.regress.history_seal), once
 
 
 _LATER_COLUMNS = (("time_scale", "TEXT"), ("numerics", "TEXT"), ("time_base", "TEXT"), ("firmware_kind", "TEXT"),
-                  ("commit_dirty", "INTEGER"), ("judged", "INTEGER"), ("not_judged", "TEXT"))
+                  ("commit_dirty", "INTEGER"), ("judged", "INTEGER"), ("not_judged", "TEXT"),
+                  ("checksum", "TEXT"))
 
 
 @contextmanager
@@ -226,6 +229,7 @@ def record_run(
                 + ", ".join("?" * (8 + len(_EVENT_COLUMNS) + len(_EVENT_PLACES))) + ")",
                 [(run_id, *row) for row in event_rows],
             )
+            seal_row(conn, run_id)
     except sqlite3.DatabaseError as exc:
         raise AnalysisError(f"history database {path}: cannot append run of {run_row['model']}: {exc}") from exc
     finally:
@@ -275,12 +279,42 @@ def _database_path(conn: sqlite3.Connection) -> str:
     return str(conn.execute("PRAGMA database_list").fetchone()[2])
 
 
-def read_runs(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Every run, oldest first, with JSON columns decoded; a row of the wrong shape is refused naming it."""
+@dataclass
+class StoredHistory:
+    """What a history holds that a reader may use: each verified (or, in a history not yet sealed,
+    unverified) run row with its event rows, decoded and checked, oldest first; the damaged rows, named
+    and left out (hil.regress.history_seal); how many rows carry no checksum yet."""
+
+    runs: list[tuple[dict[str, Any], list[dict[str, Any]]]] = field(default_factory=list)
+    damaged: list[DamagedRow] = field(default_factory=list)
+    unverified: int = 0
+
+
+def read_history(conn: sqlite3.Connection) -> StoredHistory:
+    """Every run, oldest first, each checked against its checksum before it is decoded; a row of the wrong
+    shape that carries no checksum is refused naming it (hil.records.validate.history)."""
     path = _database_path(conn)
     with _reading(path):
-        rows = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY time, id")]
-    return [_with_time_base(check_run_row(row, path)) for row in rows]
+        raw = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY time, id")]
+        events: dict[Any, list[dict[str, Any]]] = {}
+        for row in conn.execute("SELECT * FROM events ORDER BY run_id, seq"):
+            events.setdefault(row["run_id"], []).append(dict(row))
+        sealed = is_sealed(conn)
+    found = StoredHistory()
+    for run in raw:
+        mine = events.get(run["id"], [])
+        damage = row_problem(run, mine, sealed)
+        if damage is not None:
+            found.damaged.append(damage)
+            continue
+        found.unverified += run.get("checksum") is None
+        found.runs.append((_with_time_base(check_run_row(run, path)), [check_event_row(e, path) for e in mine]))
+    return found
+
+
+def read_runs(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every run that checks (read_history), oldest first, with JSON columns decoded."""
+    return [run for run, _ in read_history(conn).runs]
 
 
 def _with_time_base(row: dict[str, Any]) -> dict[str, Any]:
@@ -290,7 +324,8 @@ def _with_time_base(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_events(conn: sqlite3.Connection, run_id: int) -> list[dict[str, Any]]:
-    """One run's events as profile-like dicts (statistics, no per-iteration times)."""
+    """One run's events as profile-like dicts (statistics, no per-iteration times), unverified: read_history
+    checks them with their run."""
     path = _database_path(conn)
     with _reading(path):
         rows = [dict(r) for r in conn.execute("SELECT * FROM events WHERE run_id = ? ORDER BY seq", (run_id,))]
@@ -305,12 +340,26 @@ def profile_from_history(run: dict[str, Any], events: list[dict[str, Any]]) -> P
 @dataclass
 class RecentRuns:
     """The baseline the history holds for one run: its last passed runs of the same program, board and
-    time base (row ids and profiles, oldest first), and how many passed runs of other time bases it
-    left out (key -> count), so a run that finds too few can say why."""
+    time base (row ids and profiles, oldest first), how many passed runs of other time bases it left out
+    (key -> count), so a run that finds too few can say why, and the damaged rows it left out (named)."""
 
     ids: list[int] = field(default_factory=list)
     profiles: list[Profile] = field(default_factory=list)
     other_bases: dict[str, int] = field(default_factory=dict)
+    damaged: list[str] = field(default_factory=list)
+
+
+def _passed(path: Path, series: str, board: str) -> tuple[list[tuple[dict[str, Any], list[dict[str, Any]]]], list[str]]:
+    """The passed runs of one program on one board that check, latest first, and the damaged rows named
+    (any damaged row: its program may be the cell that changed)."""
+    conn = open_existing(path)
+    try:
+        stored = read_history(conn)
+    finally:
+        conn.close()
+    runs = [(run, events) for run, events in reversed(stored.runs)
+            if run["model"] == series and run["board"] == board and run["passed"] == 1]
+    return runs, [damage.describe(path) for damage in stored.damaged]
 
 
 def recent_runs(path: Path, series: str, board: str, time_base: TimeBase, limit: int) -> RecentRuns:
@@ -318,26 +367,19 @@ def recent_runs(path: Path, series: str, board: str, time_base: TimeBase, limit:
     baseline made of several runs, so a comparison can see how much runs differ from each other.
 
     A run of another time base (a replay among runtime runs, say) is never part of it, and an unknown
-    base matches nothing (hil.regress.timebase)."""
+    base matches nothing (hil.regress.timebase); a damaged row never is (hil.regress.history_seal)."""
     found = RecentRuns()
     if not Path(path).is_file() or limit <= 0:
         return found
-    conn = open_existing(path)
-    try:
-        with _reading(path):
-            rows = [dict(r) for r in conn.execute(
-                "SELECT * FROM runs WHERE model = ? AND board = ? AND passed = 1 ORDER BY time DESC, id DESC",
-                (series, board))]
-        for row in (check_run_row(r, path) for r in rows):
-            base = from_history_row(row)
-            if not base.matches(time_base):
-                found.other_bases[base.key] = found.other_bases.get(base.key, 0) + 1
-            elif len(found.ids) < limit:
-                found.ids.insert(0, int(row["id"]))
-                found.profiles.insert(0, profile_from_history(row, read_events(conn, row["id"])))
-        return found
-    finally:
-        conn.close()
+    runs, found.damaged = _passed(path, series, board)
+    for row, events in runs:
+        base = from_history_row(row)
+        if not base.matches(time_base):
+            found.other_bases[base.key] = found.other_bases.get(base.key, 0) + 1
+        elif len(found.ids) < limit:
+            found.ids.insert(0, int(row["id"]))
+            found.profiles.insert(0, profile_from_history(row, events))
+    return found
 
 
 def series_time_base(path: Path, series: str, board: str) -> TimeBase | None:
@@ -346,11 +388,5 @@ def series_time_base(path: Path, series: str, board: str) -> TimeBase | None:
     must not quietly continue on the replay image)."""
     if not Path(path).is_file():
         return None
-    conn = open_existing(path)
-    try:
-        with _reading(path):
-            row = conn.execute("SELECT * FROM runs WHERE model = ? AND board = ? AND passed = 1 "
-                               "ORDER BY time DESC, id DESC LIMIT 1", (series, board)).fetchone()
-        return None if row is None else from_history_row(check_run_row(dict(row), path))
-    finally:
-        conn.close()
+    runs, _ = _passed(path, series, board)
+    return from_history_row(runs[0][0]) if runs else None

@@ -84,6 +84,7 @@ class _Chosen:
     ids: list[int] = field(default_factory=list)
     decision: Decision | None = None
     hint: str = ""  # how to get a baseline, said after a decision not to judge
+    damaged: list[str] = field(default_factory=list)  # history rows left out, named (hil.regress.history_seal)
 
 
 def budget_file(options: JudgeOptions, board: str) -> Path | None:
@@ -167,6 +168,14 @@ def _baselines(options: JudgeOptions, model: str, board: str, base: TimeBase) ->
                        hint="a run folder written by this et-hil records its image and clocks")
     recent = history.recent_runs(options.history, model, board, base, options.baseline_runs) if options.history \
         else history.RecentRuns()
+    chosen = _from_history_or_file(options, model, base, recent)
+    chosen.damaged = recent.damaged
+    return chosen
+
+
+def _from_history_or_file(options: JudgeOptions, model: str, base: TimeBase, recent: history.RecentRuns) -> _Chosen:
+    """The history's runs when they are enough, else the baseline file of the run's time base, else why not."""
+    strict = options.strict
     if len(recent.profiles) >= MIN_BASELINE_RUNS:
         return _Chosen(recent.profiles, f"the last {len(recent.profiles)} passed run(s) in history {options.history}",
                        recent.ids)
@@ -205,6 +214,7 @@ def _check_baseline(verdict: Verdict, run: LoadedRun, options: JudgeOptions, rer
         verdict.notes.append(f"{model}: baseline updated: {written} (time base {base.key})")
         return
     chosen = _baselines(options, model, str(profile.board), base)
+    verdict.warnings += chosen.damaged
     if chosen.decision is not None:
         verdict.decision, verdict.hint = chosen.decision, chosen.hint
         said = f"{model} on {profile.board}: {verdict.decision.reason}; not compared ({chosen.hint})"

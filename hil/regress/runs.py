@@ -57,7 +57,9 @@ def _load_run(path: Path) -> LoadedRun:
         profile_path = path / "profile.json"
         if not profile_path.is_file():
             raise AnalysisError(f"{path}: run folder without profile.json (did the run fail? see {path / 'manifest.json'})")
-        return LoadedRun(_checked(read_json(profile_path), profile_path), profile_path, path, read_manifest(path))
+        manifest = _verified(profile_path)
+        return LoadedRun(_checked(read_json(profile_path), profile_path), profile_path, path, manifest)
+    manifest = _verified(path) if path.name == "profile.json" else read_manifest(path.parent)
     data = read_json(path)
     if data.get("schema") == BASELINE_SCHEMA:
         check_baseline(data, path)
@@ -67,7 +69,19 @@ def _load_run(path: Path) -> LoadedRun:
         raise AnalysisError(
             f"{path}: neither a profile ({PROFILE_SCHEMA}) nor a baseline ({BASELINE_SCHEMA}); schema={data.get('schema')!r}"
         )
-    return LoadedRun(_checked(data, path), path, path.parent, read_manifest(path.parent))
+    return LoadedRun(_checked(data, path), path, path.parent, manifest)
+
+
+def _verified(profile_path: Path) -> dict[str, Any]:
+    """The manifest beside a run's profile.json (its own digest checked), after the profile was checked
+    against the sha256 it lists (hil.records.evidence.verify_read: one line naming both, exit 2); {} for a
+    profile with no manifest beside it (a copy: nothing to verify it against)."""
+    from hil.records.evidence import verify_read
+
+    manifest = read_manifest(profile_path.parent)
+    if manifest:
+        verify_read(profile_path.parent, manifest, profile_path.name)
+    return manifest
 
 
 def _checked(data: Any, path: Path) -> dict[str, Any]:

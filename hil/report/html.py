@@ -176,27 +176,49 @@ def _section(model: str, board: str, runs: list[dict[str, Any]], profiles: list[
     return "\n".join(parts)
 
 
-def render_report(db_path: Path) -> str:
-    """The whole page as a string."""
+def _left_out(notes: list[str], unverified: int) -> str:
+    """The damaged rows the page leaves out, and the rows no checksum vouches for yet (hil.regress.history_seal)."""
+    parts = [f'<p class="reg"><b>Left out, damaged:</b> {escape(note)}</p>' for note in notes]
+    if unverified:
+        parts.append(f'<p class="warn">{unverified} run(s) written before the history kept checksums: unverified '
+                     "(the next run appended by this et-hil gives them theirs).</p>")
+    return "\n".join(parts)
+
+
+def build_report(db_path: Path) -> tuple[str, list[str]]:
+    """The whole page as a string, and one line per damaged row it left out."""
     conn = history.open_existing(db_path)
     try:
-        runs = history.read_runs(conn)
-        groups: dict[tuple[str, str], list[tuple[dict[str, Any], Profile]]] = {}
-        for run in runs:
-            profile = history.profile_from_history(run, history.read_events(conn, run["id"]))
-            groups.setdefault((run["model"], run["board"]), []).append((run, profile))
+        stored = history.read_history(conn)
     finally:
         conn.close()
+    runs = [run for run, _ in stored.runs]
+    notes = [damage.describe(db_path) for damage in stored.damaged]
+    groups: dict[tuple[str, str], list[tuple[dict[str, Any], Profile]]] = {}
+    for run, events in stored.runs:
+        groups.setdefault((run["model"], run["board"]), []).append((run, history.profile_from_history(run, events)))
     sections = [_section(model, board, [r for r, _ in items], [p for _, p in items]) for (model, board), items in sorted(groups.items())]
     generated = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime())
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>et-hil report</title>"
         f"<style>{_CSS}{marks_css()}</style></head><body><h1>et-hil nightly report</h1>"
         f"<p>{len(runs)} run(s) of {len(groups)} model/board pair(s) from {escape(str(db_path))}; generated {generated}.</p>"
+        + _left_out(notes, stored.unverified)
         + ("\n".join(sections) or "<p>The history holds no runs yet.</p>")
         + f"<script>{_JS}</script></body></html>\n"
-    )
+    ), notes
+
+
+def render_report(db_path: Path) -> str:
+    """The whole page as a string."""
+    return build_report(db_path)[0]
 
 
 def write_report(db_path: Path, out: Path) -> Path:
-    return atomic.write_text(Path(out), render_report(db_path))
+    return write_report_noting(db_path, out)[0]
+
+
+def write_report_noting(db_path: Path, out: Path) -> tuple[Path, list[str]]:
+    """The page written to `out`, and the damaged rows it left out (one line each, for the command to say)."""
+    page, notes = build_report(db_path)
+    return atomic.write_text(Path(out), page), notes

@@ -91,7 +91,11 @@ def _console_events(lines: list[str], iteration_ends: list[float], pid: int) -> 
 def write_trace_json(run_folder: Path) -> Path:
     """Write `trace.json` into a run folder from its profile.json and serial.log; returns its path."""
     folder = Path(run_folder)
-    run = load_run(folder)
+    run = load_run(folder)  # profile.json verified against the manifest (hil.regress.runs)
     log = folder / "serial.log"
+    if log.is_file() and run.manifest:
+        from hil.records.evidence import verify_read
+
+        verify_read(folder, run.manifest, log.name)
     lines = read_bytes(log, "a console log").decode("utf-8", errors="replace").splitlines() if log.is_file() else []
     return atomic.write_json(folder / "trace.json", build_trace(run.profile, lines))

@@ -28,7 +28,10 @@ from hil.records.profile_model import Profile
 from hil.analysis.warmup import drop_warmup
 from hil.base.errors import InputError
 from hil.base.held_lock import HeldLock
-from hil.records.manifest import MANIFEST_NAME, Manifest, describe_files, load_manifest, sha256_file, write_manifest
+from hil.base.json_record import thaw
+from hil.records.manifest_seal import is_sealed
+from hil.records.manifest import (MANIFEST_NAME, Manifest, describe_files, load_manifest, sha256_file, write_manifest,
+                                  write_sealed)
 from hil.probe.lock import LockHolder
 
 if TYPE_CHECKING:
@@ -83,19 +86,28 @@ class RunFolder:
         # the session that wrote it (hil.run.session_mark): a shared artifacts folder's runs stay apart
         return Manifest.from_json(write_manifest(self.path, {**dict(provenance), **session_mark.mark()}, names))
 
-    def relist(self) -> None:
-        """Files added after the run (trace.json) listed in its manifest too, so the manifest stays true."""
+    def relist(self, names: Iterable[str] = ("trace.json",)) -> None:
+        """Files written after the run (`names`: trace.json) listed in its manifest too, so the manifest stays
+        true; the manifest is verified first and resealed after (an older, unsealed one stays unsealed), and
+        the files it listed before keep their sha256s (re-hashing them all would bless a profile.json changed
+        since the run)."""
         if self.has_manifest:
             manifest = self.manifest()
-            atomic.write_json(self.path / MANIFEST_NAME, manifest.replace(files=describe_files(self.path)).to_json())
+            files = {**thaw(manifest.files), **describe_files(self.path, names)}
+            relisted = manifest.replace(files=files).to_json()
+            if is_sealed(manifest):
+                write_sealed(self.path, relisted)
+            else:
+                atomic.write_json(self.path / MANIFEST_NAME, relisted)
 
     @property
     def has_manifest(self) -> bool:
         return (self.path / MANIFEST_NAME).is_file()
 
-    def manifest(self) -> Manifest:
-        """manifest.json; an AnalysisError naming it when it is missing or corrupt."""
-        return load_manifest(self.path)
+    def manifest(self, *, verify: bool = True) -> Manifest:
+        """manifest.json; an AnalysisError naming it when it is missing or corrupt (`verify=False`: its own
+        digest not checked, hil.records.manifest_seal)."""
+        return load_manifest(self.path, verify=verify)
 
 
 class RunFolderBusy(InputError):

@@ -68,11 +68,29 @@ def _edit_json(path: Path, edit) -> None:
     path.write_text(json.dumps(data))
 
 
+def _edit_copied_profile(run: Path, edit) -> None:
+    """profile.json edited and read as a copy (its manifest gone): in the run folder its sha256 would refuse it
+    before any field is read (tests/unit/test_figures_verified.py); these rows are about the fields."""
+    (run / "manifest.json").unlink()
+    _edit_json(run / "profile.json", edit)
+
+
+def _edit_older_manifest(path: Path, edit) -> None:
+    """manifest.json edited as one an et-hil before manifest digests wrote it (schema /1, no manifest_sha256):
+    a sealed one would be refused for any edit (hil.records.manifest_seal); these rows are about the fields."""
+    def older(manifest: dict) -> None:
+        del manifest["manifest_sha256"]
+        manifest["schema"] = "et-hil/manifest/1"
+        edit(manifest)
+
+    _edit_json(path, older)
+
+
 # --- profile.json into trace / compare / baseline update ----------------------------------------------------
 
 @pytest.mark.parametrize("command", ["trace", "compare", "baseline"])
 def test_a_profile_with_a_field_of_the_wrong_type_is_refused_naming_the_field(hil, runs, run, tmp_path, command):
-    _edit_json(run / "profile.json", lambda p: p["events"][1].update(times_us=["fast", 2.0]))
+    _edit_copied_profile(run, lambda p: p["events"][1].update(times_us=["fast", 2.0]))
     planted = hashes(run)
     args = {"trace": ("trace", str(run)), "compare": ("compare", str(runs["cpu"]), str(run)),
             "baseline": ("baseline", "update", str(run), "--out", str(tmp_path / "baselines"))}[command]
@@ -88,7 +106,7 @@ def test_a_profile_with_a_field_of_the_wrong_type_is_refused_naming_the_field(hi
 def test_a_profile_whose_numerics_is_no_object_is_refused_by_compare_and_baseline_update(hil, runs, run, tmp_path,
                                                                                          command, numerics, shown):
     """compare raised AttributeError (exit 1: "regression"); baseline update stored it for every later compare."""
-    _edit_json(run / "profile.json", lambda p: p.update(numerics=numerics))
+    _edit_copied_profile(run, lambda p: p.update(numerics=numerics))
     planted = hashes(run)
     args = {"compare": ("compare", str(runs["cpu"]), str(run)),
             "baseline": ("baseline", "update", str(run), "--out", str(tmp_path / "baselines"))}[command]
@@ -105,7 +123,7 @@ def test_a_profile_whose_stored_median_is_not_its_times_median_is_refused_naming
                                                                                            command):
     """compare and trace took the median from the times again and never looked at the stored one (issue 32)."""
     times = json.loads((run / "profile.json").read_text())["events"][1]["times_us"]
-    _edit_json(run / "profile.json", lambda p: p["events"][1].update(p50_us=round(statistics.median(times) + 1.5, 3)))
+    _edit_copied_profile(run, lambda p: p["events"][1].update(p50_us=round(statistics.median(times) + 1.5, 3)))
     planted = hashes(run)
     args = {"trace": ("trace", str(run)), "compare": ("compare", str(runs["cpu"]), str(run)),
             "baseline": ("baseline", "update", str(run), "--out", str(tmp_path / "baselines"))}[command]
@@ -119,7 +137,7 @@ def test_a_profile_whose_stored_median_is_not_its_times_median_is_refused_naming
 def test_a_profile_whose_total_is_not_its_times_total_is_refused_by_compare(hil, runs, run):
     profile = json.loads((run / "profile.json").read_text())
     method = next(e for e in profile["events"] if e["kind"] == "method")["times_us"]  # one Method::execute event
-    _edit_json(run / "profile.json", lambda p: p["totals_us"].update(method_execute=p["totals_us"]["method_execute"] + 9))
+    _edit_copied_profile(run, lambda p: p["totals_us"].update(method_execute=p["totals_us"]["method_execute"] + 9))
     done, elapsed = hil("compare", str(runs["cpu"]), str(run))
     assert re.fullmatch(rf"hil compare: {re.escape(str(run / 'profile.json'))}: totals_us\.method_execute is "
                         rf"{profile['totals_us']['method_execute'] + 9}, but the events' times give "
@@ -140,7 +158,7 @@ def test_a_baseline_file_whose_statistics_were_edited_is_refused_by_compare(hil,
 
 
 def test_a_profile_without_a_method_execute_event_is_refused(hil, run):
-    _edit_json(run / "profile.json", lambda p: p.update(events=[e for e in p["events"] if e["kind"] != "method"]))
+    _edit_copied_profile(run, lambda p: p.update(events=[e for e in p["events"] if e["kind"] != "method"]))
     done, elapsed = hil("compare", str(run), str(run))
     assert one_line(done).endswith("profile.json: events hold no Method::execute event: the profile times nothing")
     assert elapsed < 60
@@ -151,7 +169,7 @@ def test_a_profile_without_a_method_execute_event_is_refused(hil, run):
 def test_inspect_reads_a_manifest_without_the_neutron_clock_and_refuses_a_clock_that_is_no_number(hil, runs, tmp_path):
     folder = Path(shutil.copytree(runs["npu"], tmp_path / "npu"))
     recorded = json.loads((folder / "manifest.json").read_text())["time_scale"]
-    _edit_json(folder / "manifest.json", lambda m: m["time_scale"].pop("neutron_ticks_per_us"))
+    _edit_older_manifest(folder / "manifest.json", lambda m: m["time_scale"].pop("neutron_ticks_per_us"))
     done, elapsed = hil("inspect", str(folder), "--json", timeout=300)
     assert done.returncode == 0 and elapsed < 120, done.stderr
     scale = json.loads(done.stdout)["time_scale"]  # Neutron ticks counted at the CPU's rate, as documented
@@ -186,7 +204,7 @@ def test_inspect_refuses_a_console_log_given_as_the_etrecord_before_the_import(h
 def test_inspect_refuses_a_manifest_whose_file_size_is_wrong(hil, run):
     dump, where = run / "trace.etdump", run / "manifest.json"
     size = dump.stat().st_size
-    _edit_json(where, lambda m: m["files"]["trace.etdump"].update(size=size - 1))  # the sha256 still the file's own
+    _edit_older_manifest(where, lambda m: m["files"]["trace.etdump"].update(size=size - 1))  # the sha256 still the file's own
     planted = hashes(run)
     done, elapsed = hil("inspect", str(run), timeout=300)
     assert one_line(done, status=3) == (f"hil inspect: {dump}: {size} bytes, but {where} says {size - 1}: the file or "
@@ -241,6 +259,12 @@ def test_report_refuses_a_malformed_database(hil, history, tmp_path):
 def test_report_refuses_bad_json_in_a_column_naming_the_run_and_column(hil, history, tmp_path):
     conn = sqlite3.connect(history, isolation_level=None)
     conn.execute("UPDATE runs SET totals = '{\"method_execute\": 12' WHERE id = 2")
+    conn.close()
+    done, elapsed = hil("report", str(history), "--out", str(tmp_path / "report.html"))  # its checksum names it
+    assert done.returncode == 0 and done.stderr.startswith(f"hil report: warning: history database {history}, run 2 ")
+    conn = sqlite3.connect(history, isolation_level=None)  # as a history written before checksums: refused whole
+    conn.execute("UPDATE runs SET checksum = NULL")
+    conn.execute("PRAGMA user_version = 0")
     conn.close()
     planted = hashes(history)
     done, elapsed = hil("report", str(history), "--out", str(tmp_path / "report.html"))

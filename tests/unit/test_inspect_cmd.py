@@ -237,8 +237,10 @@ def test_inspect_of_a_session_run_on_an_rt700_kind_board_file_says_not_simulated
     assert inspect_files(_args(path=run_folder)) == 0
     printed = json.loads(capsys.readouterr().out)
     assert (printed["board"], printed["simulated"]) == ("my_bench", False)
-    # A manifest that records the board's kind but not `simulated`: the kind decides, not the name.
-    del manifest["simulated"]
+    # A manifest (an older one: no digest of its own) that records the board's kind but not `simulated`: the
+    # kind decides, not the name.
+    del manifest["simulated"], manifest["manifest_sha256"]
+    manifest["schema"] = "et-hil/manifest/1"
     (run_folder / "manifest.json").write_text(json.dumps(manifest))
     assert inspect_run(run_folder)["simulated"] is False
     manifest["board_kind"] = "qemu"

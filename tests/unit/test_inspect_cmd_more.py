@@ -74,7 +74,7 @@ def _tamper_console(folder: Path) -> None:
 def test_a_changed_file_is_refused_unless_told_not_to_verify(run_folder: Path,  # noqa: F811
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     _tamper_console(run_folder)
-    changed = r"serial\.log: sha256 \w+\.\.\. differs from .*manifest\.json's \w+\.\.\.: the file changed after the run"
+    changed = r"serial\.log: sha256 [0-9a-f]{64} differs from the [0-9a-f]{64} .*manifest\.json records: the file changed after the run"
     with pytest.raises(EvidenceError, match=changed):
         inspect_files(_args(path=run_folder))
     printed = _printed(capsys, path=run_folder, no_verify=True)
