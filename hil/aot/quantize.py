@@ -193,6 +193,13 @@ def quantized_ops(module: "nn.Module") -> list[str]:
             if node.op == "call_function" and str(node.target).split(".")[0] in _QUANTIZED_NAMESPACES]
 
 
+def load_out_variants() -> None:
+    """Register the quantize/dequantize operators' out variants (ExecuTorch's quantized kernels' AOT library,
+    executorch/kernels/quantized/__init__.py loads libquantized_ops_aot_lib): without them `to_executorch` of
+    an int8 program fails with "Missing out variants: {'quantized_decomposed::quantize_per_tensor', ...}"."""
+    import executorch.kernels.quantized  # noqa: F401  (loads the library as it is imported)
+
+
 def is_exported_module(module: "nn.Module") -> bool:
     """True for a module torch.export made (e.g. a convert_pt2e result): its `.eval()` raises or is a no-op
     that returns None, so the harness must leave its mode alone (it is fixed at export)."""
