@@ -111,6 +111,15 @@ def options(quantize: bool, calibration: Path | None) -> dict[str, Any]:
     return made
 
 
+def add_arguments(parser: Any) -> None:
+    """`--quantize` and `--calibration FILE` (`--hil-*` spellings too) for `hil run`, `hil export`, `hil rt700-image`."""
+    parser.add_argument("--quantize", "--hil-quantize", dest="quantize", action="store_true",
+                        help="quantize to int8 (PT2E static) with the delegate's quantizer before lowering")
+    parser.add_argument("--calibration", "--hil-calibration", dest="calibration", type=Path, default=None,
+                        metavar="FILE", help="with --quantize: calibration samples (.pt/.npz, stacked on the first "
+                                             "dimension) instead of the example inputs")
+
+
 def wants_quantization(opts: Mapping[str, Any] | None) -> bool:
     return bool((opts or {}).get(QUANTIZE))
 
