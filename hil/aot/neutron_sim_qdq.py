@@ -24,7 +24,7 @@ def _named(node: object, names: tuple[str, ...]) -> bool:
     """True for a call of quantized_decomposed.<one of names> ('quantized_decomposed.dequantize_per_tensor.default')."""
     if not isinstance(node, Node) or node.op != "call_function":
         return False
-    parts = str(node.target).split(".")
+    parts = getattr(node.target, "__name__", str(node.target)).split(".")  # an EdgeOpOverload's str is longer
     return len(parts) >= 2 and parts[0] == "quantized_decomposed" and parts[1] in names
 
 
