@@ -31,13 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 from hil.base import native_log, paths
 from hil.aot import entries, follow, quantize, references
+from hil.aot.quantize_step import pt2e_hook, quantized_module
 from hil.aot.cache import ContentKey, package_versions, publish_dir, staging_dir
 from hil.aot.entries import ETRECORD_NAME, INPUTS_NAME, META_NAME, PTE_NAME
 from hil.aot.models import ModelSource, ResolvedSpec, load_model, resolve_spec
 from hil.aot.reads import Reads, write_reads
 from hil.base.atomic import write_bytes, write_json
 from hil.base.entry_check import seal
-from hil.base.errors import InputError, ModelError
+from hil.base.errors import ModelError
 
 if TYPE_CHECKING:
     import torch
@@ -51,7 +52,8 @@ VERSIONED_PACKAGES = ("torch", "executorch", "et-hil")
 _AOT_DIR = Path(__file__).resolve().parent
 _PIPELINE_FILES = tuple(_AOT_DIR / name for name in ("export.py", "models.py", "cache.py", "cifarnet.py",
                                                       "entries.py", "reads.py", "follow.py",
-                                                      "references.py", "quantize.py"))
+                                                      "references.py", "quantize.py",
+                                                      "quantize_step.py"))
 
 
 @dataclass(frozen=True)
@@ -132,20 +134,6 @@ def _no_delegate(source: ModelSource, options: Mapping[str, Any]) -> LoweringPla
     return plan
 
 
-def pt2e_hook(plan: LoweringPlan, options: Mapping[str, Any], quantizer: Callable[[], Any], scheme: str, *,
-              stand_in_for: str | None = None) -> Callable[["nn.Module", tuple[Any, ...]], "nn.Module"]:
-    """A `LoweringPlan.quantize` hook running hil.aot.quantize's PT2E flow with `quantizer()` on the calibration
-    data the options name, and recording it in `plan.quantization`."""
-
-    def hook(module: "nn.Module", example_inputs: tuple[Any, ...]) -> "nn.Module":
-        made, calibration = quantizer(), quantize.load_calibration(options, example_inputs)
-        converted = quantize.quantize_pt2e(module, example_inputs, made, calibration)
-        plan.quantization = quantize.record_for(made, scheme, calibration, stand_in_for=stand_in_for)
-        return converted
-
-    return hook
-
-
 register_lowering("none", _no_delegate)
 
 
@@ -183,6 +171,11 @@ def _lowering(delegate: str) -> _Lowering:
     if delegate not in _LOWERINGS:
         raise ModelError(f"unknown delegate '{delegate}'; available: {', '.join(available_delegates())}")
     return _LOWERINGS[delegate]
+
+
+def lowering_plan(delegate: str, source: ModelSource, options: Mapping[str, Any]) -> LoweringPlan:
+    """The plan `delegate`'s lowering makes for `source` (what the export follows; hil.aot.quantize_step)."""
+    return _lowering(delegate).factory(source, options)
 
 
 def cache_key(spec: str, *, delegate: str = "none", options: Mapping[str, Any] | None = None) -> tuple[str, str]:
@@ -313,11 +306,12 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
     with follow.recording(model_file, ignore=keyed) as recorded:
         source = load_model(spec)
         plan = lowering.factory(source, options)
-        module, record = _quantized(source, plan, delegate, options)
+        module, record = quantized_module(source, plan, delegate, options)
         # The reference is what the program was made from: the int8 module when quantized (what ships);
         # the float model's outputs are kept apart, for the quantization error.
         eager = _eager_outputs(source, module)
-        float_eager = None if source.float_module is None else _eager_outputs(source, source.float_module)
+        float_model = source.float_module if record is None or record.quantizer == "user" else source.module
+        float_eager = None if float_model is None else _eager_outputs(source, float_model)
         program, edge = _lower(source, module, plan, delegate)
     reads = recorded.result()
     extra = dict(plan.extra)
@@ -358,29 +352,6 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
     write_json(folder / META_NAME, meta)
     seal(folder)  # last: an entry with its record is one whose files were all written
     return meta, reads
-
-
-def _quantized(source: ModelSource, plan: LoweringPlan, delegate: str,
-               options: Mapping[str, Any]) -> tuple["nn.Module", quantize.QuantizationRecord | None]:
-    """(the module to export, what quantized it): the plan's quantization when it has one, the model's own when
-    its factory returned an int8 program; a model quantized twice, or a quantization asked of a delegate that
-    has none, is refused."""
-    where = f"model '{source.name}' ({', '.join(map(str, source.source_files))})"
-    own = quantize.user_record(source.module)
-    if plan.quantize is None:
-        if quantize.wants_quantization(options):
-            raise ModelError(f"delegate '{delegate}' cannot quantize {where}")
-        return source.module, own
-    if own is not None:
-        raise ModelError(f"{where} is an int8 program already (quantized by its factory); delegate '{delegate}'"
-                         " would quantize it again: export it without --quantize")
-    try:
-        module = plan.quantize(source.module, source.example_inputs)
-    except (ModelError, InputError):
-        raise
-    except Exception as exc:
-        raise ModelError(f"quantization failed for {where}, delegate '{delegate}': {type(exc).__name__}: {exc}") from exc
-    return module, plan.quantization
 
 
 def _eager_outputs(source: ModelSource, module: "nn.Module") -> tuple["torch.Tensor", ...]:

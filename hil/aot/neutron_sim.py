@@ -43,7 +43,8 @@ from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, Par
 from executorch.exir.backend.utils import tag_constant_data
 
 from hil.aot import quantize
-from hil.aot.export import LoweringPlan, pt2e_hook, register_lowering
+from hil.aot.export import LoweringPlan, register_lowering
+from hil.aot.quantize_step import pt2e_hook
 from hil.aot.neutron_sim_qdq import int8_bytes, is_quantized_graph, qdq_cluster
 
 BACKEND_ID = "NeutronSimBackend"

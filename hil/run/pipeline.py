@@ -70,7 +70,7 @@ def _references(request: RunRequest, compiled: CompiledModel, checked: CheckedRe
     the export's deadline, its output in export.log, for a user's model) and stored there."""
     assert run_inputs is not None  # wants_references holds
     return references_for(request.model, compiled.pte_path.parent, compiled.pte_path, run_inputs.torch_inputs,
-                          checked.delegate, timeout_s=checked.export_timeout_s,
+                          checked.delegate, timeout_s=checked.export_timeout_s, options=checked.export_options,
                           log_path=log_path)
 
 

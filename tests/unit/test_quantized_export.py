@@ -111,3 +111,22 @@ def test_a_calibration_file_of_the_wrong_shape_is_refused_naming_it(tmp_path: Pa
     torch.save((torch.zeros(2, 5),), calibration)
     with pytest.raises(InputError, match="calibration file .*bad.pt"):
         export_model(f"{SMALL_CNN}:factory", cache=tmp_path / "c", options=quantize.options(True, calibration))
+
+
+def test_other_inputs_of_a_quantized_program_are_referenced_by_the_int8_module(tmp_path: Path) -> None:
+    """With `--inputs`, the eager reference is made again from the int8 module, not from the float model: it agrees
+    with executorch.runtime running the .pte on those inputs, and the float model's outputs are kept apart."""
+    from hil.aot.references import references_for
+
+    options = quantize.options(True, None)
+    compiled = export_model(f"{SMALL_CNN}:factory", cache=tmp_path, options=options)
+    _, inputs = _fixture(SMALL_CNN).factory()
+    other = (inputs[0].flip(-1) * 0.7,)
+    made = references_for(f"{SMALL_CNN}:factory", compiled.pte_path.parent, compiled.pte_path, other, "none",
+                          timeout_s=300, log_path=tmp_path / "refs.log", options=options)
+    runtime = _runtime_outputs(compiled.pte_path, other)[0]
+    assert made.float_model is not None
+    int8_gap = float((made.eager[0] - runtime).abs().max())
+    float_gap = float((made.float_model[0] - runtime).abs().max())
+    assert int8_gap < float_gap  # the reference is the program's own arithmetic, not the float model's
+    assert torch.allclose(made.eager[0], runtime, atol=1e-5)
