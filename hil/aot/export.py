@@ -25,7 +25,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,8 +80,7 @@ class LoweringPlan:
     """What a delegate asks export_model to do with one model.
 
     quantize:       (module, example_inputs) -> module to export instead (e.g. a PT2E-quantized one);
-                    runs before torch.export, so a delegate can quantize first. A hook that quantizes sets
-                    `quantization` (hil.aot.quantize.QuantizationRecord): what the manifest and profile say.
+                    runs before torch.export; a hook that quantizes sets `quantization` (what manifests say).
     partitioners / transform_passes / compile_config: passed to `to_edge_transform_and_lower`.
     after_lowering: (edge_manager, executorch_manager) -> JSON-able dict merged into `extra`,
                     for facts only known once lowered (e.g. a kernel-index -> debug-handle map).
@@ -299,20 +298,20 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
     import torch
 
     started = time.perf_counter()
-    lowering = _lowering(delegate)
     model_file = None if resolved.builtin else resolved.source_files[0]
     # The files of the static key are keyed already; torch reads the model's source at whim (linecache).
     keyed = (folder, *resolved.source_files, *resolved.dependencies)
     with follow.recording(model_file, ignore=keyed) as recorded:
         source = load_model(spec)
-        plan = lowering.factory(source, options)
+        plan = lowering_plan(delegate, source, options)
         module, record = quantized_module(source, plan, delegate, options)
         # The reference is what the program was made from: the int8 module when quantized (what ships);
         # the float model's outputs are kept apart, for the quantization error.
         eager = _eager_outputs(source, module)
         float_model = source.float_module if record is None or record.quantizer == "user" else source.module
         float_eager = None if float_model is None else _eager_outputs(source, float_model)
-        program, edge = _lower(source, module, plan, delegate)
+        program, edge, scales = _lower(source, module, plan, delegate)
+    record = record and replace(record, output_scales=scales)
     reads = recorded.result()
     extra = dict(plan.extra)
     if plan.after_lowering is not None:
@@ -363,8 +362,9 @@ def _eager_outputs(source: ModelSource, module: "nn.Module") -> tuple["torch.Ten
                          f" on its example inputs failed: {type(exc).__name__}: {exc}") from exc
 
 
-def _lower(source: ModelSource, module: "nn.Module", plan: LoweringPlan, delegate: str) -> tuple[Any, Any]:
-    """(ExecutorchProgramManager, EdgeProgramManager); any framework failure becomes a ModelError
+def _lower(source: ModelSource, module: "nn.Module", plan: LoweringPlan,
+           delegate: str) -> tuple[Any, Any, tuple[float | None, ...]]:
+    """(ExecutorchProgramManager, EdgeProgramManager, output scales read before to_executorch rewrites them); any framework failure becomes a ModelError
     naming the model's files, since that is what the user can change."""
     from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
     from torch.export import export
@@ -383,6 +383,7 @@ def _lower(source: ModelSource, module: "nn.Module", plan: LoweringPlan, delegat
             compile_config=plan.compile_config,
             generate_etrecord=True,
         )
+        scales = quantize.output_scales(edge.exported_program().graph)
         stage = "to_executorch"
         # Delegate payloads stay inline: the firmware links the .pte as one C array.
         program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))
@@ -390,7 +391,7 @@ def _lower(source: ModelSource, module: "nn.Module", plan: LoweringPlan, delegat
         raise
     except Exception as exc:
         raise ModelError(f"{stage} failed for {where}: {type(exc).__name__}: {exc}") from exc
-    return program, edge
+    return program, edge, scales
 
 
 def _has_delegate(edge: Any) -> bool:

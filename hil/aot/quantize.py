@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,9 +60,14 @@ class QuantizationRecord:
     calibration_batches: int
     stand_in: bool = False
     stand_in_for: str | None = None
+    # Each program output's quantization scale (its last dequantize's), None for a float output: what the numerics
+    # check divides errors by to count them in LSB (hil.numerics.int8).
+    output_scales: tuple[float | None, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        made = asdict(self)
+        made["output_scales"] = list(self.output_scales)
+        return made
 
     @classmethod
     def from_json(cls, data: object) -> "QuantizationRecord | None":
@@ -70,9 +75,10 @@ class QuantizationRecord:
         if not isinstance(data, dict):
             return None
         try:
-            return cls(**data)
+            made = cls(**data)
         except TypeError:
             return None
+        return replace(made, output_scales=tuple(made.output_scales or ()))
 
 
 @dataclass(frozen=True)
@@ -200,6 +206,23 @@ def quantized_ops(module: "nn.Module") -> list[str]:
         return []
     return [str(node.target) for node in module.graph.nodes
             if node.op == "call_function" and str(node.target).split(".")[0] in _QUANTIZED_NAMESPACES]
+
+
+def output_scales(graph: Any) -> tuple[float | None, ...]:
+    """Each output's quantization scale in a lowered graph: the `scale` argument of the dequantize (per tensor, of
+    quantized_decomposed or cortex_m) that makes it; None for an output made otherwise (a float operator)."""
+    output = next((node for node in graph.nodes if node.op == "output"), None)
+    if output is None:
+        return ()
+    values = output.args[0] if isinstance(output.args[0], (tuple, list)) else (output.args[0],)
+    scales: list[float | None] = []
+    for value in values:
+        name = getattr(getattr(value, "target", None), "__name__", str(getattr(value, "target", "")))
+        parts = name.split(".")
+        per_tensor = len(parts) >= 2 and parts[0] in _QUANTIZED_NAMESPACES and parts[1] == "dequantize_per_tensor"
+        scale = value.args[1] if per_tensor and len(value.args) > 1 else None
+        scales.append(float(scale) if isinstance(scale, (int, float)) else None)
+    return tuple(scales)
 
 
 def load_out_variants() -> None:

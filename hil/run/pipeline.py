@@ -188,7 +188,9 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
             with timer.step("numerics", "compare the outputs with eager PyTorch and the host runtime"):
                 refs = (_references(request, compiled, checked, run_inputs, out / "export.log")
                         if wants_references(run_inputs, capture.outputs, reason=reason) else None)
-                sections["numerics"] = numerics_section(run_inputs, capture.outputs, refs, reason=reason)
+                scales = list(compiled.quantization.output_scales) if compiled.quantization is not None else None
+                sections["numerics"] = numerics_section(run_inputs, capture.outputs, refs, reason=reason,
+                                                        output_scales=scales)
             provenance["numerics"] = sections["numerics"]  # no dump holds it: `hil inspect RUN_DIR` takes it from here
         if request.debug_outputs:
             sections["drift"] = _drift(out, compiled, capture, checked, request, timer,

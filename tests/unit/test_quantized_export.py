@@ -60,7 +60,13 @@ def test_a_self_quantized_factory_exports_and_its_program_runs_int8(tmp_path: Pa
     assert compiled.quantization is not None and compiled.quantization.quantizer == "user"
     fixture = _fixture(QMODEL)
     model, inputs = fixture.float_model()
-    expected = fixture.quantized(model, inputs)(*inputs)  # the int8 module, computed here
+    int8_module = fixture.quantized(model, inputs)
+    expected = int8_module(*inputs)  # the int8 module, computed here
+    # the output's scale: the argument of the dequantize that makes the converted module's output, read here
+    output = next(n for n in int8_module.graph.nodes if n.op == "output")
+    last = output.args[0][0] if isinstance(output.args[0], (tuple, list)) else output.args[0]
+    assert "dequantize_per_tensor" in str(last.target)
+    assert compiled.quantization.output_scales == (pytest.approx(float(last.args[1])),)
     got = _runtime_outputs(compiled.pte_path, inputs)
     assert torch.allclose(got[0], expected, atol=1e-5)
     from hil.aot import references
