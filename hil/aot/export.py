@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hil.base import native_log, paths
-from hil.aot import entries, follow, references
+from hil.aot import entries, follow, quantize, references
 from hil.aot.cache import ContentKey, package_versions, publish_dir, staging_dir
 from hil.aot.entries import ETRECORD_NAME, INPUTS_NAME, META_NAME, PTE_NAME
 from hil.aot.models import ModelSource, ResolvedSpec, load_model, resolve_spec
 from hil.aot.reads import Reads, write_reads
 from hil.base.atomic import write_bytes, write_json
 from hil.base.entry_check import seal
-from hil.base.errors import ModelError
+from hil.base.errors import InputError, ModelError
 
 if TYPE_CHECKING:
     import torch
@@ -51,7 +51,7 @@ VERSIONED_PACKAGES = ("torch", "executorch", "et-hil")
 _AOT_DIR = Path(__file__).resolve().parent
 _PIPELINE_FILES = tuple(_AOT_DIR / name for name in ("export.py", "models.py", "cache.py", "cifarnet.py",
                                                       "entries.py", "reads.py", "follow.py",
-                                                      "references.py"))
+                                                      "references.py", "quantize.py"))
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,7 @@ class CompiledModel:
     cached: bool
     extra: dict[str, Any] = field(default_factory=dict)
     reads: Reads = field(default_factory=Reads)
+    quantization: quantize.QuantizationRecord | None = None  # None: a float program
 
 
 @dataclass
@@ -77,7 +78,8 @@ class LoweringPlan:
     """What a delegate asks export_model to do with one model.
 
     quantize:       (module, example_inputs) -> module to export instead (e.g. a PT2E-quantized one);
-                    runs before torch.export, so a delegate can quantize first.
+                    runs before torch.export, so a delegate can quantize first. A hook that quantizes sets
+                    `quantization` (hil.aot.quantize.QuantizationRecord): what the manifest and profile say.
     partitioners / transform_passes / compile_config: passed to `to_edge_transform_and_lower`.
     after_lowering: (edge_manager, executorch_manager) -> JSON-able dict merged into `extra`,
                     for facts only known once lowered (e.g. a kernel-index -> debug-handle map).
@@ -90,6 +92,7 @@ class LoweringPlan:
     compile_config: Any = None
     after_lowering: Callable[[Any, Any], dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    quantization: quantize.QuantizationRecord | None = None
 
 
 LoweringFactory = Callable[[ModelSource, Mapping[str, Any]], LoweringPlan]
@@ -120,8 +123,27 @@ def register_lowering(name: str, factory: LoweringFactory, *, key_files: Sequenc
 
 
 def _no_delegate(source: ModelSource, options: Mapping[str, Any]) -> LoweringPlan:
-    """Portable CPU kernels only: nothing to partition, nothing to quantize."""
-    return LoweringPlan()
+    """Portable CPU kernels only: nothing to partition; with `quantize`, the int8 per-tensor scheme, which
+    leaves quantized_decomposed quantize/dequantize operators around float ones (ExecuTorch's quantized
+    portable kernels run them)."""
+    plan = LoweringPlan()
+    if quantize.wants_quantization(options):
+        plan.quantize = pt2e_hook(plan, options, quantize.neutron_scheme_quantizer, quantize.NEUTRON_SCHEME)
+    return plan
+
+
+def pt2e_hook(plan: LoweringPlan, options: Mapping[str, Any], quantizer: Callable[[], Any], scheme: str, *,
+              stand_in_for: str | None = None) -> Callable[["nn.Module", tuple[Any, ...]], "nn.Module"]:
+    """A `LoweringPlan.quantize` hook running hil.aot.quantize's PT2E flow with `quantizer()` on the calibration
+    data the options name, and recording it in `plan.quantization`."""
+
+    def hook(module: "nn.Module", example_inputs: tuple[Any, ...]) -> "nn.Module":
+        made, calibration = quantizer(), quantize.load_calibration(options, example_inputs)
+        converted = quantize.quantize_pt2e(module, example_inputs, made, calibration)
+        plan.quantization = quantize.record_for(made, scheme, calibration, stand_in_for=stand_in_for)
+        return converted
+
+    return hook
 
 
 register_lowering("none", _no_delegate)
@@ -267,6 +289,7 @@ def _entry(folder: Path, meta: Mapping[str, Any], reads: Reads, *, cached: bool)
         cached=cached,
         extra=dict(meta.get("extra", {})),
         reads=reads,
+        quantization=quantize.QuantizationRecord.from_json(meta.get("quantization")),
     )
 
 
@@ -289,9 +312,13 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
     keyed = (folder, *resolved.source_files, *resolved.dependencies)
     with follow.recording(model_file, ignore=keyed) as recorded:
         source = load_model(spec)
-        eager = _eager_outputs(source)
         plan = lowering.factory(source, options)
-        program, edge = _lower(source, plan, delegate)
+        module, record = _quantized(source, plan, delegate, options)
+        # The reference is what the program was made from: the int8 module when quantized (what ships);
+        # the float model's outputs are kept apart, for the quantization error.
+        eager = _eager_outputs(source, module)
+        float_eager = None if source.float_module is None else _eager_outputs(source, source.float_module)
+        program, edge = _lower(source, module, plan, delegate)
     reads = recorded.result()
     extra = dict(plan.extra)
     if plan.after_lowering is not None:
@@ -303,7 +330,7 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
     # Outside a run (`hil export`, the export's child) the runtime's own lines go to the entry, off the terminal.
     with native_log.logged_to(native_log.current_log() or folder / native_log.LOG_NAME):
         host = references.host_reference(program.buffer, source.example_inputs, delegate)
-    made = references.References(eager, host)
+    made = references.References(eager, host, float_eager)
     references.store(folder, references.inputs_digest(source.example_inputs), made)
     meta = {
         "schema": META_SCHEMA,
@@ -319,6 +346,7 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
         "pte_size": len(program.buffer),
         "export_s": round(time.perf_counter() - started, 3),
         "extra": extra,
+        "quantization": None if record is None else record.to_json(),
     }
     try:
         # Round-tripped so a fresh export returns exactly what a later cache hit reads back
@@ -332,27 +360,49 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
     return meta, reads
 
 
-def _eager_outputs(source: ModelSource) -> tuple["torch.Tensor", ...]:
+def _quantized(source: ModelSource, plan: LoweringPlan, delegate: str,
+               options: Mapping[str, Any]) -> tuple["nn.Module", quantize.QuantizationRecord | None]:
+    """(the module to export, what quantized it): the plan's quantization when it has one, the model's own when
+    its factory returned an int8 program; a model quantized twice, or a quantization asked of a delegate that
+    has none, is refused."""
+    where = f"model '{source.name}' ({', '.join(map(str, source.source_files))})"
+    own = quantize.user_record(source.module)
+    if plan.quantize is None:
+        if quantize.wants_quantization(options):
+            raise ModelError(f"delegate '{delegate}' cannot quantize {where}")
+        return source.module, own
+    if own is not None:
+        raise ModelError(f"{where} is an int8 program already (quantized by its factory); delegate '{delegate}'"
+                         " would quantize it again: export it without --quantize")
+    try:
+        module = plan.quantize(source.module, source.example_inputs)
+    except (ModelError, InputError):
+        raise
+    except Exception as exc:
+        raise ModelError(f"quantization failed for {where}, delegate '{delegate}': {type(exc).__name__}: {exc}") from exc
+    return module, plan.quantization
+
+
+def _eager_outputs(source: ModelSource, module: "nn.Module") -> tuple["torch.Tensor", ...]:
     """The eager reference of the example inputs; a forward that fails on them is the model's fault."""
     try:
-        return references.eager_outputs(source.module, source.example_inputs)
+        return references.eager_outputs(module, source.example_inputs)
     except Exception as exc:
         raise ModelError(f"the eager run of model '{source.name}' ({', '.join(map(str, source.source_files))})"
                          f" on its example inputs failed: {type(exc).__name__}: {exc}") from exc
 
 
-def _lower(source: ModelSource, plan: LoweringPlan, delegate: str) -> tuple[Any, Any]:
+def _lower(source: ModelSource, module: "nn.Module", plan: LoweringPlan, delegate: str) -> tuple[Any, Any]:
     """(ExecutorchProgramManager, EdgeProgramManager); any framework failure becomes a ModelError
     naming the model's files, since that is what the user can change."""
     from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
     from torch.export import export
 
     where = f"model '{source.name}' ({', '.join(map(str, source.source_files))}), delegate '{delegate}'"
-    module, stage = source.module, "quantization"
+    stage = "torch.export"
+    if quantize.quantized_ops(module):
+        quantize.load_out_variants()
     try:
-        if plan.quantize is not None:
-            module = plan.quantize(module, source.example_inputs)
-        stage = "torch.export"
         exported = export(module, source.example_inputs)
         stage = "lowering to edge"
         edge = to_edge_transform_and_lower(

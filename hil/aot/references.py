@@ -52,10 +52,14 @@ class References:
 
     eager: tuple["torch.Tensor", ...]
     host_runtime: tuple["torch.Tensor", ...] | str
+    # The float model's outputs, for a quantized program whose float model is known: the quantization error.
+    float_model: tuple["torch.Tensor", ...] | None = None
 
     def to_data(self, digest: str) -> dict[str, Any]:
         host = self.host_runtime if isinstance(self.host_runtime, str) else list(self.host_runtime)
-        return {"schema": SCHEMA, "inputs_sha256": digest, "eager": list(self.eager), "host_runtime": host}
+        floats = None if self.float_model is None else list(self.float_model)
+        return {"schema": SCHEMA, "inputs_sha256": digest, "eager": list(self.eager), "host_runtime": host,
+                "float_model": floats}
 
     @classmethod
     def from_data(cls, data: object, digest: str) -> "References | None":
@@ -64,7 +68,8 @@ class References:
             return None
         eager, host = _tensor_tuple(data.get("eager")), data.get("host_runtime")
         host = host if isinstance(host, str) else _tensor_tuple(host)
-        return None if eager is None or host is None else cls(eager, host)
+        floats = None if data.get("float_model") is None else _tensor_tuple(data.get("float_model"))
+        return None if eager is None or host is None else cls(eager, host, floats)
 
 
 def _tensor_tuple(value: object) -> tuple["torch.Tensor", ...] | None:

@@ -132,6 +132,8 @@ class Profile(JsonRecord):
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     delegate: str | None = None
+    # What made the int8 program (hil.aot.quantize.QuantizationRecord); null for a float program
+    quantization: Mapping[str, Any] | None = None
     firmware: str | None = None  # which image ran on QEMU: "runtime" | "replay"
     time_base: Mapping[str, Any] | None = None  # what a QEMU run's numbers are
     delegated_outputs: str | None = None  # how the QEMU runtime image computed a delegate's outputs

@@ -124,13 +124,15 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
         checked = check_request(request, report)  # a bad input fails here, before any work
         delegate = provenance["delegate"] = checked.delegate  # a run failing in export keeps its series (history)
         _import_frameworks(timer)
-        hit = is_cached(request.model, delegate=delegate)
+        hit = is_cached(request.model, delegate=delegate, options=checked.export_options)
         with timer.step("aot", f"export {request.model} ({'cached' if hit else 'cache miss'}, delegate {delegate})"):
-            compiled = export_isolated(request.model, delegate=delegate, timeout_s=checked.export_timeout_s,
+            compiled = export_isolated(request.model, delegate=delegate, options=checked.export_options,
+                                       timeout_s=checked.export_timeout_s,
                                        log_path=out / "export.log")
         # aot_followed: what the model read while exported, which the cache key follows (hil.aot.reads).
         provenance.update(aot_cache_key=compiled.cache_key, aot_cached=compiled.cached, delegate=delegate,
-                          model_name=compiled.name, aot_followed=compiled.reads.summary())
+                          model_name=compiled.name, aot_followed=compiled.reads.summary(),
+                          quantization=None if compiled.quantization is None else compiled.quantization.to_json())
         atomic.copy_file(compiled.pte_path, out / "model.pte")
         atomic.copy_file(compiled.etrecord_path, out / "etrecord.bin")
         if compiled.extra.get("conversion_log"):
@@ -198,6 +200,7 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
 
             provenance["annotations"] = annotations(request.board, prepared.firmware, simulation)
         profile = finish_profile(built, warmup=request.warmup, delegate=delegate, **sections,
+                                 quantization=provenance.get("quantization"),
                                  **provenance.get("annotations", {}))
         profile = profile.replace(harness_steps_s={**timer.seconds, **capture.steps_s})
         folder.write_profile(profile)
