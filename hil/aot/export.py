@@ -81,6 +81,9 @@ class LoweringPlan:
                     runs before torch.export, so a delegate can quantize first. A hook that quantizes sets
                     `quantization` (hil.aot.quantize.QuantizationRecord): what the manifest and profile say.
     partitioners / transform_passes / compile_config: passed to `to_edge_transform_and_lower`.
+    edge_transform: edge_manager -> edge_manager, after `to_edge_transform_and_lower` and before
+                    `to_executorch`: a backend that rewrites the edge graph in place (cortex-m) rather than
+                    delegating a partition; the edge manager keeps its ETRecord.
     after_lowering: (edge_manager, executorch_manager) -> JSON-able dict merged into `extra`,
                     for facts only known once lowered (e.g. a kernel-index -> debug-handle map).
     extra:          JSON-able facts known up front.
@@ -90,6 +93,7 @@ class LoweringPlan:
     partitioners: list[Any] = field(default_factory=list)
     transform_passes: Sequence[Any] | None = None
     compile_config: Any = None
+    edge_transform: Callable[[Any], Any] | None = None
     after_lowering: Callable[[Any, Any], dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     quantization: quantize.QuantizationRecord | None = None
@@ -111,6 +115,7 @@ _LOWERINGS: dict[str, _Lowering] = {}
 LAZY_LOWERING_MODULES: dict[str, tuple[str, ...]] = {
     "neutron-sim": ("hil.aot.neutron_sim",),
     "neutron": ("hil.aot.neutron_sdk",),
+    "cortex-m": ("hil.aot.cortex_m",),
 }
 
 
@@ -412,6 +417,9 @@ def _lower(source: ModelSource, module: "nn.Module", plan: LoweringPlan, delegat
             compile_config=plan.compile_config,
             generate_etrecord=True,
         )
+        if plan.edge_transform is not None:
+            stage = f"the {delegate} passes"
+            edge = plan.edge_transform(edge)
         stage = "to_executorch"
         # Delegate payloads stay inline: the firmware links the .pte as one C array.
         program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))
