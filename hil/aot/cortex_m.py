@@ -82,7 +82,7 @@ def float_operators(edge: "EdgeProgramManager") -> list[str]:
     """The float compute operators left in the lowered edge graph (aten namespace), in graph order."""
     left = []
     for node in edge.exported_program().graph.nodes:
-        target = str(node.target)
+        target = str(getattr(node.target, "_op", node.target))  # an EdgeOpOverload's str is its schema
         if node.op == "call_function" and target.startswith("aten.") and target.split(".")[1] in _COMPUTE:
             left.append(f"{node.name} ({target})")
     return left
