@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from hil.base import native_log, paths
 from hil.aot import entries, follow, quantize, references
-from hil.aot.quantize_step import pt2e_hook, quantized_module
+from hil.aot.quantize_step import example_references, pt2e_hook, quantized_module
 from hil.aot.cache import ContentKey, package_versions, publish_dir, staging_dir
 from hil.aot.entries import ETRECORD_NAME, INPUTS_NAME, META_NAME, PTE_NAME
 from hil.aot.models import ModelSource, ResolvedSpec, load_model, resolve_spec
@@ -82,6 +82,9 @@ class LoweringPlan:
     quantize:       (module, example_inputs) -> module to export instead (e.g. a PT2E-quantized one);
                     runs before torch.export; a hook that quantizes sets `quantization` (what manifests say).
     partitioners / transform_passes / compile_config: passed to `to_edge_transform_and_lower`.
+    edge_transform: edge_manager -> edge_manager, after `to_edge_transform_and_lower` and before
+                    `to_executorch`: a backend that rewrites the edge graph in place (cortex-m) rather than
+                    delegating a partition; the edge manager keeps its ETRecord.
     after_lowering: (edge_manager, executorch_manager) -> JSON-able dict merged into `extra`,
                     for facts only known once lowered (e.g. a kernel-index -> debug-handle map).
     extra:          JSON-able facts known up front.
@@ -91,6 +94,7 @@ class LoweringPlan:
     partitioners: list[Any] = field(default_factory=list)
     transform_passes: Sequence[Any] | None = None
     compile_config: Any = None
+    edge_transform: Callable[[Any], Any] | None = None
     after_lowering: Callable[[Any, Any], dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     quantization: quantize.QuantizationRecord | None = None
@@ -112,6 +116,7 @@ _LOWERINGS: dict[str, _Lowering] = {}
 LAZY_LOWERING_MODULES: dict[str, tuple[str, ...]] = {
     "neutron-sim": ("hil.aot.neutron_sim",),
     "neutron": ("hil.aot.neutron_sdk",),
+    "cortex-m": ("hil.aot.cortex_m",),
 }
 
 
@@ -124,9 +129,8 @@ def register_lowering(name: str, factory: LoweringFactory, *, key_files: Sequenc
 
 
 def _no_delegate(source: ModelSource, options: Mapping[str, Any]) -> LoweringPlan:
-    """Portable CPU kernels only: nothing to partition; with `quantize`, the int8 per-tensor scheme, which
-    leaves quantized_decomposed quantize/dequantize operators around float ones (ExecuTorch's quantized
-    portable kernels run them)."""
+    """Portable CPU kernels only; with `quantize`, the int8 per-tensor scheme, leaving quantized_decomposed
+    quantize/dequantize operators around float ones (ExecuTorch's quantized portable kernels run them)."""
     plan = LoweringPlan()
     if quantize.wants_quantization(options):
         plan.quantize = pt2e_hook(plan, options, quantize.neutron_scheme_quantizer, quantize.NEUTRON_SCHEME)
@@ -173,8 +177,7 @@ def _lowering(delegate: str) -> _Lowering:
 
 
 def lowering_plan(delegate: str, source: ModelSource, options: Mapping[str, Any]) -> LoweringPlan:
-    """The plan `delegate`'s lowering makes for `source` (what the export follows; hil.aot.quantize_step)."""
-    return _lowering(delegate).factory(source, options)
+    return _lowering(delegate).factory(source, options)  # what the export follows (and hil.aot.quantize_step)
 
 
 def cache_key(spec: str, *, delegate: str = "none", options: Mapping[str, Any] | None = None) -> tuple[str, str]:
@@ -305,11 +308,7 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
         source = load_model(spec)
         plan = lowering_plan(delegate, source, options)
         module, record = quantized_module(source, plan, delegate, options)
-        # The reference is what the program was made from: the int8 module when quantized (what ships);
-        # the float model's outputs are kept apart, for the quantization error.
-        eager = _eager_outputs(source, module)
-        float_model = source.float_module if record is None or record.quantizer == "user" else source.module
-        float_eager = None if float_model is None else _eager_outputs(source, float_model)
+        eager, float_eager = example_references(source, module, record)
         program, edge, scales = _lower(source, module, plan, delegate)
     record = record and replace(record, output_scales=scales)
     reads = recorded.result()
@@ -353,18 +352,10 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
     return meta, reads
 
 
-def _eager_outputs(source: ModelSource, module: "nn.Module") -> tuple["torch.Tensor", ...]:
-    """The eager reference of the example inputs; a forward that fails on them is the model's fault."""
-    try:
-        return references.eager_outputs(module, source.example_inputs)
-    except Exception as exc:
-        raise ModelError(f"the eager run of model '{source.name}' ({', '.join(map(str, source.source_files))})"
-                         f" on its example inputs failed: {type(exc).__name__}: {exc}") from exc
-
-
 def _lower(source: ModelSource, module: "nn.Module", plan: LoweringPlan,
            delegate: str) -> tuple[Any, Any, tuple[float | None, ...]]:
-    """(ExecutorchProgramManager, EdgeProgramManager, output scales read before to_executorch rewrites them); any framework failure becomes a ModelError
+    """(ExecutorchProgramManager, EdgeProgramManager, output scales read before to_executorch rewrites the
+    graph); any framework failure becomes a ModelError
     naming the model's files, since that is what the user can change."""
     from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
     from torch.export import export
@@ -383,6 +374,9 @@ def _lower(source: ModelSource, module: "nn.Module", plan: LoweringPlan,
             compile_config=plan.compile_config,
             generate_etrecord=True,
         )
+        if plan.edge_transform is not None:
+            stage = f"the {delegate} passes"
+            edge = plan.edge_transform(edge)
         scales = quantize.output_scales(edge.exported_program().graph)
         stage = "to_executorch"
         # Delegate payloads stay inline: the firmware links the .pte as one C array.

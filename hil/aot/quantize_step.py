@@ -15,6 +15,7 @@ from hil.aot import quantize
 from hil.base.errors import InputError, ModelError
 
 if TYPE_CHECKING:
+    import torch
     from torch import nn
 
     from hil.aot.export import LoweringPlan
@@ -33,6 +34,23 @@ def pt2e_hook(plan: "LoweringPlan", options: Mapping[str, Any], quantizer: Calla
         return converted
 
     return hook
+
+
+def example_references(source: "ModelSource", module: "nn.Module", record: quantize.QuantizationRecord | None
+                       ) -> tuple[tuple["torch.Tensor", ...], tuple["torch.Tensor", ...] | None]:
+    """(the eager reference of the example inputs, the float model's outputs or None). The reference is the
+    module the program was made from: the int8 one when quantized (what ships); the float model (the user's
+    third factory item, or the module the harness quantized) is kept apart, for the quantization error. A
+    forward that fails on the example inputs is the model's fault."""
+    from hil.aot.references import eager_outputs
+
+    float_model = source.float_module if record is None or record.quantizer == "user" else source.module
+    try:
+        return (eager_outputs(module, source.example_inputs),
+                None if float_model is None else eager_outputs(float_model, source.example_inputs))
+    except Exception as exc:
+        raise ModelError(f"the eager run of model '{source.name}' ({', '.join(map(str, source.source_files))})"
+                         f" on its example inputs failed: {type(exc).__name__}: {exc}") from exc
 
 
 def reference_modules(spec: str, delegate: str, options: Mapping[str, Any] | None

@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="seconds for the board run (default: board file)")
     run.add_argument("--export-timeout", type=float, default=None, metavar="S",
                      help="seconds the export of a model file may take (default: board file, else 600)")
-    run.add_argument("--delegate", default=None, metavar="NAME", help="none, neutron-sim or neutron (default: board file)")
+    run.add_argument("--delegate", default=None, metavar="NAME", help="none, neutron-sim, neutron or cortex-m (default: board file)")
     run.add_argument("--no-delegate", action="store_true", help="keep a CPU-only program")
     add_quantize_arguments(run)
     run.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the simulated cost model")
@@ -213,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", required=True, metavar="DIR")
     export.add_argument("--export-timeout", type=float, default=None, metavar="S",
                         help="seconds the export of a model file may take (default 600)")
-    export.add_argument("--delegate", default="none", metavar="NAME", help="none, neutron-sim or neutron (default none)")
+    export.add_argument("--delegate", default="none", metavar="NAME", help="none, neutron-sim, neutron or cortex-m (default none)")
     add_quantize_arguments(export)
     export.set_defaults(func=_cmd_export)
 

@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, metavar="MODEL",
                         help="a .pte file, or a built-in name or path/to/file.py:factory to export first (as hil export)")
     parser.add_argument("--delegate", default="none", metavar="NAME",
-                        help="with a model to export: none, neutron-sim or neutron (default none)")
+                        help="with a model to export: none, neutron-sim, neutron or cortex-m (default none)")
     from hil.aot.quantize import add_arguments as add_quantize_arguments
 
     add_quantize_arguments(parser)
