@@ -46,6 +46,24 @@ def _program_ops(pte: Path) -> tuple[list[str], int]:
     return cpu, delegates
 
 
+def _delegate_arg_dtypes(pte: Path) -> set[int]:
+    """The scalar types of every tensor a delegate call takes or gives, read from ExecuTorch's deserialized program."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    from executorch.exir.schema import DelegateCall, Tensor
+
+    program = deserialize_pte_binary(pte.read_bytes())
+    program = getattr(program, "program", program)
+    plan = program.execution_plan[0]
+    found = set()
+    for instruction in plan.chains[0].instructions:
+        if isinstance(instruction.instr_args, DelegateCall):
+            for index in instruction.instr_args.args:
+                value = plan.values[index].val
+                if isinstance(value, Tensor):
+                    found.add(int(value.scalar_type))
+    return found
+
+
 def _runtime_outputs(pte: Path, inputs: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:
     from executorch.runtime import Runtime
 
@@ -89,6 +107,8 @@ def test_quantize_with_neutron_sim_delegates_no_float_operator(tmp_path: Path) -
     # every conv, pool and linear ran inside the delegate; the float softmax and pads stayed on the CPU
     assert not {"aten::convolution", "aten::addmm", "aten::max_pool2d_with_indices"} & set(cpu)
     assert "aten::_softmax" in cpu
+    # what the NPU is handed and hands back is int8 (ScalarType CHAR = 1), never a float tensor
+    assert _delegate_arg_dtypes(compiled.pte_path) == {1}
     record = compiled.quantization
     assert record is not None and record.stand_in and record.stand_in_for == "NeutronQuantizer"
 
