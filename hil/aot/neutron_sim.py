@@ -45,7 +45,7 @@ from executorch.exir.backend.utils import tag_constant_data
 from hil.aot import quantize
 from hil.aot.export import LoweringPlan, register_lowering
 from hil.aot.quantize_step import pt2e_hook
-from hil.aot.neutron_sim_qdq import int8_bytes, is_quantized_graph, qdq_cluster
+from hil.aot.neutron_sim_qdq import cpu_reasons, int8_bytes, is_quantized_graph, qdq_cluster
 
 BACKEND_ID = "NeutronSimBackend"
 PAYLOAD_FORMAT = "et-hil/neutron-sim-payload/1"
@@ -365,7 +365,17 @@ def _lowering_plan(source: object, options: dict) -> LoweringPlan:
     """`export_model(delegate="neutron-sim")`: the simulated partitioner; with `quantize`, a stand-in for
     NeutronQuantizer first (its scheme: hil.aot.quantize.neutron_scheme_quantizer), and then only the int8
     operators are delegated."""
-    plan = LoweringPlan(partitioners=neutron_sim_partitioners(), after_lowering=_after_lowering)
+    reasons: dict[str, str] = {}
+
+    def read_reasons(edge: object) -> object:
+        """Why each operator stayed on the CPU, read from the lowered edge graph before to_executorch rewrites it."""
+        reasons.update(cpu_reasons(list(edge.exported_program().graph.nodes)))
+        return edge
+
+    def after(edge: object, executorch_manager: object) -> dict:
+        return {**_after_lowering(edge, executorch_manager), "cpu_reasons": dict(reasons)}
+
+    plan = LoweringPlan(partitioners=neutron_sim_partitioners(), after_lowering=after, edge_transform=read_reasons)
     if quantize.wants_quantization(options):
         plan.quantize = pt2e_hook(plan, options, quantize.neutron_scheme_quantizer, quantize.NEUTRON_SCHEME,
                                   stand_in_for="NeutronQuantizer")

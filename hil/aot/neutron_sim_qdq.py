@@ -11,6 +11,8 @@ and the kernel's nodes include its dequantize/quantize nodes, as the real backen
 
 from __future__ import annotations
 
+import operator
+
 from torch.fx import Node
 
 _DEQUANTIZE = ("dequantize_per_tensor", "dequantize_per_channel")
@@ -71,6 +73,31 @@ def qdq_cluster(anchor: Node, tail: Node) -> list[Node] | None:
     if not any(is_dequantize(n) for n in before) or not after or not all(is_quantize(n) for n in after):
         return None
     return before + after
+
+
+BOUNDARY_REASON = "int8/float conversion around the NPU"
+UNSUPPORTED_REASON = "not an operator the simulated NPU runs"
+
+
+def cpu_reasons(nodes: list[Node]) -> dict[str, str]:
+    """Why each operator left on the CPU of a lowered program is there, by its short name (`_softmax`), as
+    the table shows it: a quantize/dequantize at the NPU's boundary, a float operator of an int8 program (Neutron
+    runs int8 only), or an operator (int8 or float) the simulated NPU does not run."""
+    int8 = is_quantized_graph(nodes)
+    reasons: dict[str, str] = {}
+    for node in nodes:
+        if node.op != "call_function" or "executorch_call_delegate" in str(node.target) \
+                or node.target is operator.getitem:
+            continue
+        name = getattr(node.target, "__name__", str(node.target)).split(".")
+        short = name[1] if len(name) >= 3 else name[-1]
+        if is_dequantize(node) or is_quantize(node):
+            reasons.setdefault(short, BOUNDARY_REASON)
+        elif int8 and qdq_cluster(node, node) is None:
+            reasons.setdefault(short, FLOAT_REASON)
+        else:
+            reasons.setdefault(short, UNSUPPORTED_REASON)
+    return reasons
 
 
 def int8_bytes(node: object) -> int | None:

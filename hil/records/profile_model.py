@@ -126,6 +126,8 @@ class Profile(JsonRecord):
     npu_fraction: float | None = None
     methods: Mapping[str, Mapping[str, Any]] = field(default_factory=_empty)
     cpu_fallback_ops: tuple[str, ...] = ()
+    # Why an operator stayed on the CPU, by its short name (a delegate's lowering says: hil.aot.neutron_sim_qdq)
+    cpu_fallback_reasons: Mapping[str, str] = field(default_factory=_empty)
     load_us: Mapping[str, float] = field(default_factory=_empty)
     memory: Mapping[str, Any] = field(default_factory=_empty)
     console: Mapping[str, Any] | None = None

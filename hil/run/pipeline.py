@@ -203,6 +203,8 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
             provenance["annotations"] = annotations(request.board, prepared.firmware, simulation)
         profile = finish_profile(built, warmup=request.warmup, delegate=delegate, **sections,
                                  quantization=provenance.get("quantization"),
+                                 **({"cpu_fallback_reasons": compiled.extra["cpu_reasons"]}
+                                    if compiled.extra.get("cpu_reasons") else {}),
                                  **provenance.get("annotations", {}))
         profile = profile.replace(harness_steps_s={**timer.seconds, **capture.steps_s})
         folder.write_profile(profile)

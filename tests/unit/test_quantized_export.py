@@ -109,6 +109,14 @@ def test_quantize_with_neutron_sim_delegates_no_float_operator(tmp_path: Path) -
     assert "aten::_softmax" in cpu
     # what the NPU is handed and hands back is int8 (ScalarType CHAR = 1), never a float tensor
     assert _delegate_arg_dtypes(compiled.pte_path) == {1}
+    # the softmax after the last dequantize is float: said so, where the CPU fallback is listed
+    assert compiled.extra["cpu_reasons"]["_softmax"] == "float operator: Neutron runs int8 only"
+    from hil.cli.table import format_table
+    from hil.records.profile_model import Profile
+
+    table = format_table(Profile(model="cifar10", cpu_fallback_ops=("aten._softmax.default",),
+                                 cpu_fallback_reasons=compiled.extra["cpu_reasons"]))
+    assert "CPU fallback ops: _softmax (float operator: Neutron runs int8 only)" in table
     record = compiled.quantization
     assert record is not None and record.stand_in and record.stand_in_for == "NeutronQuantizer"
 
