@@ -164,3 +164,22 @@ def test_other_inputs_of_a_quantized_program_are_referenced_by_the_int8_module(t
     float_gap = float((made.float_model[0] - runtime).abs().max())
     assert int8_gap < float_gap  # the reference is the program's own arithmetic, not the float model's
     assert torch.allclose(made.eager[0], runtime, atol=1e-5)
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--model", f"{SMALL_CNN}:factory", "--calibration", "missing.pt"], "given without --quantize"),
+    (["--model", f"{SMALL_CNN}:factory", "--quantize", "--calibration", "missing.pt"], "missing.pt cannot be read"),
+    (["--model", f"{QMODEL}:factory", "--quantize"], "is an int8 program already"),
+])
+def test_hil_export_refuses_what_would_be_a_wrong_int8_program_with_exit_2(tmp_path: Path, args: list[str],
+                                                                           said: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HIL_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "hil.cli.main", "export", *args, "--out", str(tmp_path / "out")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0]
