@@ -113,3 +113,14 @@ function(hil_require_targets what)
       "Check the checkout is the one firmware/rt700/pins.toml names.")
   endif()
 endfunction()
+
+# hil_require_cmsis_nn(<what>): CMSIS_NN_LOCAL_PATH must name the workspace's CMSIS-NN checkout (firmware/rt700/
+# pins.toml). Without it ExecuTorch's backends/cortex_m/CMakeLists.txt would fetch CMSIS-NN from the network with
+# FetchContent, at whatever its CMSIS_NN_VERSION says: an offline CI hangs there, a bench gets unpinned sources.
+function(hil_require_cmsis_nn what)
+  if(NOT CMSIS_NN_LOCAL_PATH OR NOT EXISTS "${CMSIS_NN_LOCAL_PATH}/CMakeLists.txt")
+    message(FATAL_ERROR
+      "${what}: CMSIS_NN_LOCAL_PATH='${CMSIS_NN_LOCAL_PATH}' is not a CMSIS-NN checkout (pass "
+      "-DCMSIS_NN_LOCAL_PATH=<workspace>/cmsis-nn; hil sources assembles it from firmware/rt700/pins.toml)")
+  endif()
+endfunction()

@@ -25,12 +25,13 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hil.base import native_log, paths
-from hil.aot import entries, follow, references
+from hil.aot import entries, follow, quantize, references
+from hil.aot.quantize_step import example_references, pt2e_hook, quantized_module
 from hil.aot.cache import ContentKey, package_versions, publish_dir, staging_dir
 from hil.aot.entries import ETRECORD_NAME, INPUTS_NAME, META_NAME, PTE_NAME
 from hil.aot.models import ModelSource, ResolvedSpec, load_model, resolve_spec
@@ -51,7 +52,8 @@ VERSIONED_PACKAGES = ("torch", "executorch", "et-hil")
 _AOT_DIR = Path(__file__).resolve().parent
 _PIPELINE_FILES = tuple(_AOT_DIR / name for name in ("export.py", "models.py", "cache.py", "cifarnet.py",
                                                       "entries.py", "reads.py", "follow.py",
-                                                      "references.py"))
+                                                      "references.py", "quantize.py",
+                                                      "quantize_step.py"))
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class CompiledModel:
     cached: bool
     extra: dict[str, Any] = field(default_factory=dict)
     reads: Reads = field(default_factory=Reads)
+    quantization: quantize.QuantizationRecord | None = None  # None: a float program
 
 
 @dataclass
@@ -77,8 +80,11 @@ class LoweringPlan:
     """What a delegate asks export_model to do with one model.
 
     quantize:       (module, example_inputs) -> module to export instead (e.g. a PT2E-quantized one);
-                    runs before torch.export, so a delegate can quantize first.
+                    runs before torch.export; a hook that quantizes sets `quantization` (what manifests say).
     partitioners / transform_passes / compile_config: passed to `to_edge_transform_and_lower`.
+    edge_transform: edge_manager -> edge_manager, after `to_edge_transform_and_lower` and before
+                    `to_executorch`: a backend that rewrites the edge graph in place (cortex-m) rather than
+                    delegating a partition; the edge manager keeps its ETRecord.
     after_lowering: (edge_manager, executorch_manager) -> JSON-able dict merged into `extra`,
                     for facts only known once lowered (e.g. a kernel-index -> debug-handle map).
     extra:          JSON-able facts known up front.
@@ -88,8 +94,10 @@ class LoweringPlan:
     partitioners: list[Any] = field(default_factory=list)
     transform_passes: Sequence[Any] | None = None
     compile_config: Any = None
+    edge_transform: Callable[[Any], Any] | None = None
     after_lowering: Callable[[Any, Any], dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    quantization: quantize.QuantizationRecord | None = None
 
 
 LoweringFactory = Callable[[ModelSource, Mapping[str, Any]], LoweringPlan]
@@ -108,6 +116,7 @@ _LOWERINGS: dict[str, _Lowering] = {}
 LAZY_LOWERING_MODULES: dict[str, tuple[str, ...]] = {
     "neutron-sim": ("hil.aot.neutron_sim",),
     "neutron": ("hil.aot.neutron_sdk",),
+    "cortex-m": ("hil.aot.cortex_m",),
 }
 
 
@@ -120,8 +129,12 @@ def register_lowering(name: str, factory: LoweringFactory, *, key_files: Sequenc
 
 
 def _no_delegate(source: ModelSource, options: Mapping[str, Any]) -> LoweringPlan:
-    """Portable CPU kernels only: nothing to partition, nothing to quantize."""
-    return LoweringPlan()
+    """Portable CPU kernels only; with `quantize`, the int8 per-tensor scheme, leaving quantized_decomposed
+    quantize/dequantize operators around float ones (ExecuTorch's quantized portable kernels run them)."""
+    plan = LoweringPlan()
+    if quantize.wants_quantization(options):
+        plan.quantize = pt2e_hook(plan, options, quantize.neutron_scheme_quantizer, quantize.NEUTRON_SCHEME)
+    return plan
 
 
 register_lowering("none", _no_delegate)
@@ -161,6 +174,10 @@ def _lowering(delegate: str) -> _Lowering:
     if delegate not in _LOWERINGS:
         raise ModelError(f"unknown delegate '{delegate}'; available: {', '.join(available_delegates())}")
     return _LOWERINGS[delegate]
+
+
+def lowering_plan(delegate: str, source: ModelSource, options: Mapping[str, Any]) -> LoweringPlan:
+    return _lowering(delegate).factory(source, options)  # what the export follows (and hil.aot.quantize_step)
 
 
 def cache_key(spec: str, *, delegate: str = "none", options: Mapping[str, Any] | None = None) -> tuple[str, str]:
@@ -267,6 +284,7 @@ def _entry(folder: Path, meta: Mapping[str, Any], reads: Reads, *, cached: bool)
         cached=cached,
         extra=dict(meta.get("extra", {})),
         reads=reads,
+        quantization=quantize.QuantizationRecord.from_json(meta.get("quantization")),
     )
 
 
@@ -283,15 +301,16 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
     import torch
 
     started = time.perf_counter()
-    lowering = _lowering(delegate)
     model_file = None if resolved.builtin else resolved.source_files[0]
     # The files of the static key are keyed already; torch reads the model's source at whim (linecache).
     keyed = (folder, *resolved.source_files, *resolved.dependencies)
     with follow.recording(model_file, ignore=keyed) as recorded:
         source = load_model(spec)
-        eager = _eager_outputs(source)
-        plan = lowering.factory(source, options)
-        program, edge = _lower(source, plan, delegate)
+        plan = lowering_plan(delegate, source, options)
+        module, record = quantized_module(source, plan, delegate, options)
+        eager, float_eager = example_references(source, module, record)
+        program, edge, scales = _lower(source, module, plan, delegate)
+    record = record and replace(record, output_scales=scales)
     reads = recorded.result()
     extra = dict(plan.extra)
     if plan.after_lowering is not None:
@@ -303,7 +322,7 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
     # Outside a run (`hil export`, the export's child) the runtime's own lines go to the entry, off the terminal.
     with native_log.logged_to(native_log.current_log() or folder / native_log.LOG_NAME):
         host = references.host_reference(program.buffer, source.example_inputs, delegate)
-    made = references.References(eager, host)
+    made = references.References(eager, host, float_eager)
     references.store(folder, references.inputs_digest(source.example_inputs), made)
     meta = {
         "schema": META_SCHEMA,
@@ -319,6 +338,7 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
         "pte_size": len(program.buffer),
         "export_s": round(time.perf_counter() - started, 3),
         "extra": extra,
+        "quantization": None if record is None else record.to_json(),
     }
     try:
         # Round-tripped so a fresh export returns exactly what a later cache hit reads back
@@ -332,27 +352,19 @@ def _export_into(folder: Path, spec: str, resolved: ResolvedSpec, delegate: str,
     return meta, reads
 
 
-def _eager_outputs(source: ModelSource) -> tuple["torch.Tensor", ...]:
-    """The eager reference of the example inputs; a forward that fails on them is the model's fault."""
-    try:
-        return references.eager_outputs(source.module, source.example_inputs)
-    except Exception as exc:
-        raise ModelError(f"the eager run of model '{source.name}' ({', '.join(map(str, source.source_files))})"
-                         f" on its example inputs failed: {type(exc).__name__}: {exc}") from exc
-
-
-def _lower(source: ModelSource, plan: LoweringPlan, delegate: str) -> tuple[Any, Any]:
-    """(ExecutorchProgramManager, EdgeProgramManager); any framework failure becomes a ModelError
+def _lower(source: ModelSource, module: "nn.Module", plan: LoweringPlan,
+           delegate: str) -> tuple[Any, Any, tuple[float | None, ...]]:
+    """(ExecutorchProgramManager, EdgeProgramManager, output scales read before to_executorch rewrites the
+    graph); any framework failure becomes a ModelError
     naming the model's files, since that is what the user can change."""
     from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
     from torch.export import export
 
     where = f"model '{source.name}' ({', '.join(map(str, source.source_files))}), delegate '{delegate}'"
-    module, stage = source.module, "quantization"
+    stage = "torch.export"
+    if quantize.quantized_ops(module):
+        quantize.load_out_variants()
     try:
-        if plan.quantize is not None:
-            module = plan.quantize(module, source.example_inputs)
-        stage = "torch.export"
         exported = export(module, source.example_inputs)
         stage = "lowering to edge"
         edge = to_edge_transform_and_lower(
@@ -362,6 +374,10 @@ def _lower(source: ModelSource, plan: LoweringPlan, delegate: str) -> tuple[Any,
             compile_config=plan.compile_config,
             generate_etrecord=True,
         )
+        if plan.edge_transform is not None:
+            stage = f"the {delegate} passes"
+            edge = plan.edge_transform(edge)
+        scales = quantize.output_scales(edge.exported_program().graph)
         stage = "to_executorch"
         # Delegate payloads stay inline: the firmware links the .pte as one C array.
         program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))
@@ -369,7 +385,7 @@ def _lower(source: ModelSource, plan: LoweringPlan, delegate: str) -> tuple[Any,
         raise
     except Exception as exc:
         raise ModelError(f"{stage} failed for {where}: {type(exc).__name__}: {exc}") from exc
-    return program, edge
+    return program, edge, scales
 
 
 def _has_delegate(edge: Any) -> bool:

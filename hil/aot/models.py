@@ -1,7 +1,8 @@
 """Turn a model spec into an eval-mode module, seeded example inputs, and the files that define it.
 
 A spec is a built-in name (`list_builtin_models()`) or `path/to/file.py:factory`, where `factory()`
-returns `(nn.Module, example_inputs_tuple)`. Nothing is fetched from a hub (there is no network):
+returns `(nn.Module, example_inputs_tuple)`, or, for a model it quantized itself (a `convert_pt2e` result),
+`(int8_module, example_inputs_tuple, float_module)` so the quantization error can be reported. Nothing is fetched from a hub (there is no network):
 built-ins get seeded random weights and inputs, so every run of the same spec is the same model.
 
 `resolve_spec` answers "which files define this model?" without importing torch, so the export
@@ -39,6 +40,9 @@ class ModelSource:
     module: "nn.Module"
     example_inputs: tuple["torch.Tensor", ...]
     source_files: list[Path]
+    # The float model a quantized one was made from, when the factory gives it (a third item): its outputs
+    # are kept apart from the reference, as the quantization error.
+    float_module: "nn.Module | None" = None
 
 
 @dataclass(frozen=True)
@@ -128,11 +132,24 @@ def rooted_spec(spec: str, root: Path) -> str:
 def load_model(spec: str) -> ModelSource:
     """Build the model `spec` names, in eval mode, with its example inputs."""
     resolved = resolve_spec(spec)
+    float_module = None
     if resolved.builtin:
         module, inputs = _build_builtin(resolved.name)
     else:
-        module, inputs = _call_factory(resolved.source_files[0], resolved.factory or "factory")
-    return ModelSource(resolved.name, module.eval(), inputs, [*resolved.source_files, *resolved.dependencies])
+        module, inputs, float_module = _call_factory(resolved.source_files[0], resolved.factory or "factory")
+    return ModelSource(resolved.name, _eval_mode(module), inputs, [*resolved.source_files, *resolved.dependencies],
+                       float_module=None if float_module is None else _eval_mode(float_module))
+
+
+def _eval_mode(module: "nn.Module") -> "nn.Module":
+    """`module` in eval mode. A module torch.export made (a user's `convert_pt2e` result) is left alone: its
+    `.eval()` raises NotImplementedError, or, once torchao's `allow_exported_model_train_eval` patched it,
+    returns None -- which, used as the model, failed the eager run with "'NoneType' object is not callable"."""
+    from hil.aot.quantize import is_exported_module
+
+    if not is_exported_module(module):
+        module.eval()
+    return module
 
 
 def _build_builtin(name: str) -> tuple["nn.Module", tuple["torch.Tensor", ...]]:
@@ -177,7 +194,7 @@ def _import_file(path: Path) -> Any:
     return module
 
 
-def _call_factory(path: Path, factory: str) -> tuple["nn.Module", tuple["torch.Tensor", ...]]:
+def _call_factory(path: Path, factory: str) -> tuple["nn.Module", tuple["torch.Tensor", ...], "nn.Module | None"]:
     import torch
     from torch import nn
 
@@ -189,12 +206,15 @@ def _call_factory(path: Path, factory: str) -> tuple["nn.Module", tuple["torch.T
         result = func()
     except Exception as exc:
         raise ModelError(f"{path}:{factory}() raised {type(exc).__name__}: {exc}") from exc
-    expected = f"{path}:{factory}() must return (nn.Module, tuple of example input tensors)"
-    if not (isinstance(result, tuple) and len(result) == 2):
+    expected = (f"{path}:{factory}() must return (nn.Module, tuple of example input tensors)"
+                " or (int8 module, inputs, float nn.Module)")
+    if not (isinstance(result, tuple) and len(result) in (2, 3)):
         raise ModelError(f"{expected}, got {type(result).__name__}")
-    model, inputs = result
+    model, inputs, float_model = (*result, None) if len(result) == 2 else result
     if not isinstance(model, nn.Module):
         raise ModelError(f"{expected}; first item is {type(model).__name__}")
+    if len(result) == 3 and not isinstance(float_model, nn.Module):
+        raise ModelError(f"{expected}; third item is {type(float_model).__name__}")
     if not isinstance(inputs, (tuple, list)) or not inputs or not all(isinstance(t, torch.Tensor) for t in inputs):
         raise ModelError(f"{expected}; second item is {type(inputs).__name__}: {inputs!r:.80}")
-    return model, tuple(inputs)
+    return model, tuple(inputs), float_model

@@ -116,6 +116,7 @@ def neutron_lowering_plan(source: Any, options: Any) -> Any:
     from executorch.backends.nxp.quantizer.utils import calibrate_and_quantize
     from executorch.exir import EdgeCompileConfig
 
+    from hil.aot import quantize as quantization
     from hil.aot.export import LoweringPlan
 
     target_spec = NeutronTargetSpec(target=TARGET)
@@ -124,8 +125,10 @@ def neutron_lowering_plan(source: Any, options: Any) -> Any:
 
     def quantize(module: Any, example_inputs: tuple) -> Any:
         log.start()
+        quantizer, calibration = NeutronQuantizer(target_spec), quantization.load_calibration(options, example_inputs)
         exported = torch.export.export(module.eval(), example_inputs, strict=True)
-        quantized = calibrate_and_quantize(exported.module(), [example_inputs], NeutronQuantizer(target_spec))
+        quantized = calibrate_and_quantize(exported.module(), list(calibration.batches), quantizer)
+        plan.quantization = quantization.record_for(quantizer, quantization.NEUTRON_SCHEME, calibration)
         spec = generate_neutron_compile_spec(TARGET, use_profiling=True)
         partitioners.append(
             NeutronPartitioner(spec, target_spec, post_quantization_state_dict=quantized.state_dict())
@@ -140,7 +143,7 @@ def neutron_lowering_plan(source: Any, options: Any) -> Any:
             "neutron_maps": [{str(k): list(v) for k, v in m.items()} for m in maps],
         }
 
-    return LoweringPlan(
+    plan = LoweringPlan(
         quantize=quantize,
         partitioners=partitioners,
         transform_passes=NeutronEdgePassManager(),
@@ -148,6 +151,7 @@ def neutron_lowering_plan(source: Any, options: Any) -> Any:
         after_lowering=after_lowering,
         extra={"sdk": sdk_reason()},
     )
+    return plan
 
 
 def _register() -> None:

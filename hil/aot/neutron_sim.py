@@ -42,7 +42,10 @@ from executorch.exir.backend.compile_spec_schema import CompileSpec
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.utils import tag_constant_data
 
+from hil.aot import quantize
 from hil.aot.export import LoweringPlan, register_lowering
+from hil.aot.quantize_step import pt2e_hook
+from hil.aot.neutron_sim_qdq import cpu_reasons, int8_bytes, is_quantized_graph, qdq_cluster
 
 BACKEND_ID = "NeutronSimBackend"
 PAYLOAD_FORMAT = "et-hil/neutron-sim-payload/1"
@@ -168,6 +171,9 @@ def _numel(node: Node) -> int:
 
 
 def _nbytes(node: object) -> int:
+    stored = int8_bytes(node)  # an int8 constant's bytes, not those of its dequantized float copy
+    if stored is not None:
+        return stored
     val = node.meta.get("val") if isinstance(node, Node) else None
     return int(val.numel() * val.element_size()) if isinstance(val, torch.Tensor) else 0
 
@@ -193,7 +199,10 @@ def _sizes(anchor: Node, code: FunctionCode) -> dict[str, int]:
 
 
 def group_kernels(nodes: list[Node]) -> list[Kernel]:
-    """Split nodes (in topological order) into kernels; nodes that fit no kernel are left out."""
+    """Split nodes (in topological order) into kernels; nodes that fit no kernel are left out. In an int8
+    program a kernel is taken only with its dequantize/quantize nodes around it (hil.aot.neutron_sim_qdq):
+    a float operator stays on the CPU."""
+    int8 = is_quantized_graph(nodes)
     taken: set[Node] = set()
     kernels: list[Kernel] = []
     for node in nodes:
@@ -213,6 +222,11 @@ def group_kernels(nodes: list[Node]) -> list[Kernel]:
         if code in _MAC_ANCHORS | {FunctionCode.ADD} and (act := _only_user(tail)) is not None:
             if act.op == "call_function" and op_name(act) in _ACTIVATIONS:
                 group.append(act)
+        if int8:
+            cluster = qdq_cluster(node, group[-1])
+            if cluster is None:
+                continue  # a float operator: Neutron runs int8 only
+            group = [n for n in cluster if n not in group[-1].users] + group + list(group[-1].users)
         group = [n for n in group if n not in taken]
         taken.update(group)
         real = [n for n in group if not _is_getitem(n)]
@@ -347,9 +361,25 @@ def _after_lowering(edge: object, executorch_manager: object) -> dict:
     return {"neutron_sim": {"backend": BACKEND_ID, "simulated": True, "delegate_calls": calls}}
 
 
-def _lowering_plan(source: object, options: object) -> LoweringPlan:
-    """`export_model(delegate="neutron-sim")`: float model, simulated partitioner, no quantization."""
-    return LoweringPlan(partitioners=neutron_sim_partitioners(), after_lowering=_after_lowering)
+def _lowering_plan(source: object, options: dict) -> LoweringPlan:
+    """`export_model(delegate="neutron-sim")`: the simulated partitioner; with `quantize`, a stand-in for
+    NeutronQuantizer first (its scheme: hil.aot.quantize.neutron_scheme_quantizer), and then only the int8
+    operators are delegated."""
+    reasons: dict[str, str] = {}
+
+    def read_reasons(edge: object) -> object:
+        """Why each operator stayed on the CPU, read from the lowered edge graph before to_executorch rewrites it."""
+        reasons.update(cpu_reasons(list(edge.exported_program().graph.nodes)))
+        return edge
+
+    def after(edge: object, executorch_manager: object) -> dict:
+        return {**_after_lowering(edge, executorch_manager), "cpu_reasons": dict(reasons)}
+
+    plan = LoweringPlan(partitioners=neutron_sim_partitioners(), after_lowering=after, edge_transform=read_reasons)
+    if quantize.wants_quantization(options):
+        plan.quantize = pt2e_hook(plan, options, quantize.neutron_scheme_quantizer, quantize.NEUTRON_SCHEME,
+                                  stand_in_for="NeutronQuantizer")
+    return plan
 
 
 register_lowering("neutron-sim", _lowering_plan)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import io
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,10 +52,14 @@ class References:
 
     eager: tuple["torch.Tensor", ...]
     host_runtime: tuple["torch.Tensor", ...] | str
+    # The float model's outputs, for a quantized program whose float model is known: the quantization error.
+    float_model: tuple["torch.Tensor", ...] | None = None
 
     def to_data(self, digest: str) -> dict[str, Any]:
         host = self.host_runtime if isinstance(self.host_runtime, str) else list(self.host_runtime)
-        return {"schema": SCHEMA, "inputs_sha256": digest, "eager": list(self.eager), "host_runtime": host}
+        floats = None if self.float_model is None else list(self.float_model)
+        return {"schema": SCHEMA, "inputs_sha256": digest, "eager": list(self.eager), "host_runtime": host,
+                "float_model": floats}
 
     @classmethod
     def from_data(cls, data: object, digest: str) -> "References | None":
@@ -64,7 +68,8 @@ class References:
             return None
         eager, host = _tensor_tuple(data.get("eager")), data.get("host_runtime")
         host = host if isinstance(host, str) else _tensor_tuple(host)
-        return None if eager is None or host is None else cls(eager, host)
+        floats = None if data.get("float_model") is None else _tensor_tuple(data.get("float_model"))
+        return None if eager is None or host is None else cls(eager, host, floats)
 
 
 def _tensor_tuple(value: object) -> tuple["torch.Tensor", ...] | None:
@@ -129,9 +134,20 @@ def host_reference(program: bytes | Path, inputs: Sequence["torch.Tensor"],
         return f"not run: the host runtime failed on the program ({type(exc).__name__}: {said})"
 
 
-def compute(module: "nn.Module", program: bytes | Path, inputs: Sequence["torch.Tensor"], delegate: str) -> References:
-    """Both references of `inputs`: the eager module's outputs, the host runtime's (or why it was not run)."""
-    return References(eager_outputs(module, inputs), host_reference(program, inputs, delegate))
+def compute(spec: str, program: bytes | Path, inputs: Sequence["torch.Tensor"], delegate: str,
+            options: Mapping[str, Any] | None) -> References:
+    """The references of `inputs`: the eager module's outputs (the int8 module's for a quantized program), the
+    host runtime's (or why it was not run), and the float model's when it is known (the quantization error)."""
+    from hil.aot.quantize_step import reference_modules
+
+    module, float_module = reference_modules(spec, delegate, options)
+    try:
+        eager = eager_outputs(module, inputs)
+    except Exception as exc:  # the model's forward on the user's inputs: its fault, named
+        raise ModelError(f"the eager run of {where(spec)} on the run's inputs failed:"
+                         f" {type(exc).__name__}: {exc}") from exc
+    floats = None if float_module is None else eager_outputs(float_module, inputs)
+    return References(eager, host_reference(program, inputs, delegate), floats)
 
 
 def _tensors(value: Any) -> list["torch.Tensor"]:
@@ -182,7 +198,7 @@ def load(entry: Path, digest: str) -> References | None:
 
 
 def references_for(spec: str, entry: Path, pte: Path, inputs: Sequence["torch.Tensor"], delegate: str, *,
-                   timeout_s: float, log_path: Path) -> References:
+                   timeout_s: float, log_path: Path, options: Mapping[str, Any] | None = None) -> References:
     """The references of `inputs`: stored in the export entry `entry` (the export stores those of the example
     inputs), else computed and stored: a user's model in a child (hil.aot.child: the export's deadline,
     output appended to `log_path`), a built-in one (the harness's own code) in this process."""
@@ -191,23 +207,23 @@ def references_for(spec: str, entry: Path, pte: Path, inputs: Sequence["torch.Te
     if stored is not None:
         return stored
     if resolve_spec(spec).builtin:
-        from hil.aot.models import load_model
-
-        made = compute(load_model(spec).module, pte, inputs, delegate)
+        made = compute(spec, pte, inputs, delegate, options)
         store(entry, digest, made)
         return made
-    return _computed_in_child(spec, entry, pte, inputs, delegate, digest, timeout_s=timeout_s, log_path=log_path)
+    return _computed_in_child(spec, entry, pte, inputs, delegate, digest, timeout_s=timeout_s, log_path=log_path,
+                              options=options)
 
 
 def _computed_in_child(spec: str, entry: Path, pte: Path, inputs: Sequence["torch.Tensor"], delegate: str,
-                       digest: str, *, timeout_s: float, log_path: Path) -> References:
+                       digest: str, *, timeout_s: float, log_path: Path,
+                       options: Mapping[str, Any] | None) -> References:
     import torch
 
     with tempfile.TemporaryDirectory(prefix="hil-references-") as scratch:
         given, made = Path(scratch) / "inputs.pt", Path(scratch) / FILE
         torch.save(tuple(inputs), given)
         job = {"spec": spec, "entry": str(entry), "pte": str(pte), "delegate": delegate, "inputs": str(given),
-               "digest": digest, "out": str(made)}
+               "digest": digest, "out": str(made), "options": dict(options or {})}
         run_in_child("hil.aot.references:references_child", job, spec=spec, what=WHAT,
                      label=f"numerics references of {resolve_spec(spec).name}", timeout_s=timeout_s,
                      log=log_path, scratch=Path(scratch))
@@ -228,16 +244,8 @@ def references_child(job_text: str) -> None:
 def _references_job(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    from hil.aot.models import load_model
-
     inputs = tuple(torch.load(job["inputs"], weights_only=True))
-    module = load_model(job["spec"]).module
-    try:
-        eager = eager_outputs(module, inputs)
-    except Exception as exc:  # the model's forward on the user's inputs: its fault, named
-        raise ModelError(f"the eager run of {where(job['spec'])} on the run's inputs failed:"
-                         f" {type(exc).__name__}: {exc}") from exc
-    made = References(eager, host_reference(Path(job["pte"]), inputs, job["delegate"]))
+    made = compute(job["spec"], Path(job["pte"]), inputs, job["delegate"], job.get("options"))
     atomic.write_bytes(Path(job["out"]), _saved(made.to_data(job["digest"])))
     return {"stored": store(Path(job["entry"]), job["digest"], made)}
 

@@ -125,6 +125,8 @@ PATH_CHECKS: list[tuple[str, str, Callable[[Path], str | None]]] = [
     ("NEUTRON_LIB_DIR", "eiq_neutron_sdk/target/imxrt700/rt700/cm33",
      lambda p: next((f"no {lib} there" for lib in ("libNeutronDriver.a", "libNeutronFirmware.a")
                      if not (p / lib).is_file()), None)),
+    ("CMSIS_NN", "a checkout of ARM-software/CMSIS-NN (the Cortex-M backend's kernels)",
+     lambda p: None if (p / "Include" / "arm_nnfunctions.h").is_file() else "no Include/arm_nnfunctions.h there"),
 ]
 
 

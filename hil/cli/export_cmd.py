@@ -9,10 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def export_program(model: str, out_arg: str, delegate: str, export_timeout: float | None) -> Path:
+def export_program(model: str, out_arg: str, delegate: str, export_timeout: float | None, *,
+                   quantize: bool = False, calibration: Path | None = None) -> Path:
     """Export `model` with `delegate` into the folder `out_arg`; print one line saying what happened; the .pte's path."""
     from hil.base import atomic
     from hil.aot.isolated import DEFAULT_EXPORT_TIMEOUT_S, export_isolated  # the default: hil.base.defaults
+    from hil.aot import quantize as quantization
     from hil.aot.models import resolve_spec
     from hil.base.checks import finite_number
     from hil.config.inputs import writable_folder
@@ -22,13 +24,16 @@ def export_program(model: str, out_arg: str, delegate: str, export_timeout: floa
                             "export timeout (seconds)", above=0)
     resolve_spec(model)  # a spec naming no model, then an --out that cannot be: before the export's minutes
     out = writable_folder(named_folder(out_arg))
-    compiled = export_isolated(model, delegate=delegate, timeout_s=timeout)
+    options = quantization.options(quantize, calibration)
+    compiled = export_isolated(model, delegate=delegate, options=options, timeout_s=timeout)
     atomic.copy_file(compiled.pte_path, out / "model.pte")
     atomic.copy_file(compiled.etrecord_path, out / "etrecord.bin")
     if compiled.extra.get("conversion_log"):
         atomic.write_text(out / "neutron_convert.log", compiled.extra["conversion_log"])
     state = "from cache" if compiled.cached else "exported"
     reason = compiled.reads.not_cached_reason()
-    print(f"{compiled.name}: {state}, delegated={compiled.delegated} -> {out_arg}/model.pte, etrecord.bin"
+    quantized = compiled.quantization
+    said = "" if quantized is None else f", int8 ({quantized.quantizer}{' stand-in' if quantized.stand_in else ''})"
+    print(f"{compiled.name}: {state}, delegated={compiled.delegated}{said} -> {out_arg}/model.pte, etrecord.bin"
           + (f" ({reason})" if reason else ""))
     return out / "model.pte"

@@ -113,6 +113,8 @@ def inspect_run(folder: Path, drift_snr_db: float | None = None, *, verify: bool
     )
     # What the run said beside the dump (its delegate, its outputs' check, what ran on QEMU), as the run finished it.
     numerics = {"numerics": manifest.numerics} if manifest.numerics else {}
+    if "quantization" in manifest:  # what made the program (null: float), as the run recorded it
+        numerics["quantization"] = manifest.quantization
     footprint = {key: value for key, value in (manifest.footprint or {}).items() if key in ("stack", "code_size")}
     profile = finish_profile(built, warmup=int(manifest.warmup or 0), delegate=manifest.delegate, **footprint,
                              **numerics, **dict(manifest.annotations or {}))

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
+from hil.aot.quantize import add_arguments as add_quantize_arguments
 from hil.config.board_config import BoardConfig, load_board_config
 from hil.base.defaults import DEFAULT_ITERATIONS
 from hil.base.errors import AnalysisError, HilError, InputError, ModelError, WriteError
@@ -99,6 +100,8 @@ def _run_on(board: BoardConfig, args: argparse.Namespace) -> int:
         allow_nonfinite_inputs=args.allow_nonfinite_inputs,
         numerics=not args.no_numerics,
         force_flash=args.force_flash,
+        quantize=args.quantize,
+        calibration_file=args.calibration,
     )
     from hil.base.progress import for_stream
 
@@ -122,7 +125,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
     """The AOT step alone: what a bench needs before it can build the firmware."""
     from hil.cli.export_cmd import export_program
 
-    export_program(args.model, args.out, args.delegate, args.export_timeout)
+    export_program(args.model, args.out, args.delegate, args.export_timeout, quantize=args.quantize,
+                   calibration=args.calibration)
     return 0
 
 
@@ -176,8 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="seconds for the board run (default: board file)")
     run.add_argument("--export-timeout", type=float, default=None, metavar="S",
                      help="seconds the export of a model file may take (default: board file, else 600)")
-    run.add_argument("--delegate", default=None, metavar="NAME", help="none, neutron-sim or neutron (default: board file)")
+    run.add_argument("--delegate", default=None, metavar="NAME", help="none, neutron-sim, neutron or cortex-m (default: board file)")
     run.add_argument("--no-delegate", action="store_true", help="keep a CPU-only program")
+    add_quantize_arguments(run)
     run.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the simulated cost model")
     run.add_argument("--jitter", type=float, default=None, metavar="F",
                      help="relative run-to-run jitter of the simulation")
@@ -208,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", required=True, metavar="DIR")
     export.add_argument("--export-timeout", type=float, default=None, metavar="S",
                         help="seconds the export of a model file may take (default 600)")
-    export.add_argument("--delegate", default="none", metavar="NAME", help="none, neutron-sim or neutron (default none)")
+    export.add_argument("--delegate", default="none", metavar="NAME", help="none, neutron-sim, neutron or cortex-m (default none)")
+    add_quantize_arguments(export)
     export.set_defaults(func=_cmd_export)
 
     from hil.cli import inspect_args

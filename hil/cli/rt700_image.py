@@ -28,7 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, metavar="MODEL",
                         help="a .pte file, or a built-in name or path/to/file.py:factory to export first (as hil export)")
     parser.add_argument("--delegate", default="none", metavar="NAME",
-                        help="with a model to export: none, neutron-sim or neutron (default none)")
+                        help="with a model to export: none, neutron-sim, neutron or cortex-m (default none)")
+    from hil.aot.quantize import add_arguments as add_quantize_arguments
+
+    add_quantize_arguments(parser)
     parser.add_argument("--out", required=True, metavar="DIR",
                         help=f"folder for model.pte, etrecord.bin, the build folder, build.log and {ELF_NAME}")
     parser.add_argument("--export-timeout", type=float, default=None, metavar="S",
@@ -82,4 +85,5 @@ def _program(args: argparse.Namespace, out: Path) -> Path:
         return given.absolute()
     from hil.cli.export_cmd import export_program
 
-    return export_program(args.model, str(out), args.delegate, args.export_timeout)
+    return export_program(args.model, str(out), args.delegate, args.export_timeout, quantize=args.quantize,
+                          calibration=args.calibration)

@@ -102,6 +102,12 @@ def _footprint_lines(profile: Profile) -> list[str]:
     return lines
 
 
+def _fallback(op_type: str, reasons: Any) -> str:
+    """An operator left on the CPU, with the lowering's reason when it gave one ("float operator: ...")."""
+    short = _short_op(op_type)
+    return f"{short} ({reasons[short]})" if short in reasons else short
+
+
 def format_table(profile: Profile | Mapping[str, Any]) -> str:
     """Render events (name, kind, op types, p50, share of Method::execute), then the totals."""
     profile = as_profile(profile)
@@ -146,7 +152,8 @@ def format_table(profile: Profile | Mapping[str, Any]) -> str:
             lines.append(line + (f"  {OVER_WHOLE}" if method > 0 and totals[key] > method else ""))
     fraction = profile.npu_fraction
     lines.append(f"{'NPU fraction':<38}{'n/a' if fraction is None else f'{fraction:.3f}':>12}")
-    lines.append("CPU fallback ops: " + (", ".join(_short_op(t) for t in profile.cpu_fallback_ops) or "none"))
+    lines.append("CPU fallback ops: " + (", ".join(_fallback(t, profile.cpu_fallback_reasons)
+                                                   for t in profile.cpu_fallback_ops) or "none"))
     times_us = profile.console_inference_times_us
     if times_us:
         times = ", ".join(f"{t:.0f}" if float(t).is_integer() else f"{t:g}" for t in times_us)

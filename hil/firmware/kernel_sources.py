@@ -1,4 +1,4 @@
-"""The portable kernel sources one program needs: which of them the QEMU runtime image holds.
+"""The kernels one program needs: its portable kernel sources and the other kernel libraries it calls.
 
 Why: ExecuTorch's `portable_kernels` library is all 170-odd operator files of
 `kernels/portable/cpu/`; a board image needs only the program's operators (as Arm's and NXP's
@@ -9,8 +9,15 @@ up in `kernels/portable/functions.yaml` for its kernel function (`torch::executo
 and that function's definition is found in the operator files. The registration code itself comes
 from ExecuTorch's own codegen (`gen_selected_ops`, in the image's CMake).
 
+Operators of ExecuTorch's other kernel libraries are not portable kernels: the quantized portable kernels
+(`quantized_decomposed::*`, `kernels/quantized/quantized.yaml`, library `quantized_kernels`) and the Cortex-M
+backend's CMSIS-NN operators (`cortex_m::*`, `backends/cortex_m/ops/operators.yaml`, library
+`cortex_m_kernels`). Each is compiled whole once per runtime folder; a program that calls one of their
+operators gets that library's registration of exactly its operators (`program_libraries`).
+
 CLI (the image's CMake calls it): `python -m hil.firmware.kernel_sources MODEL.pte EXECUTORCH_ROOT`
-prints the source paths, one per line; an operator without a portable kernel exits 2, naming it.
+prints the source paths, one per line; `... --libraries` prints the names of the other kernel libraries
+the program calls (`quantized`, `cortex_m`), one per line. An operator no library has exits 2, naming it.
 """
 
 from __future__ import annotations
@@ -30,6 +37,20 @@ PRIM_OPS = Path("kernels/prim_ops/register_prim_ops.cpp")
 # PATTERN_SRCS added to PORTABLE_KERNELS_SRCS), so they go with any kernel; the image is linked from a static
 # library, which takes only the members something calls.
 PATTERN_DIR = KERNEL_DIR / "pattern"
+
+
+@dataclass(frozen=True)
+class KernelLibrary:
+    """A kernel library of ExecuTorch besides the portable one: compiled whole once per runtime folder."""
+
+    name: str  # what the image's CMake is told (HIL_KERNEL_LIBRARIES)
+    yaml: Path  # its operators, relative to the ExecuTorch root
+    target: str  # its CMake target (the kernels, without registration)
+
+
+QUANTIZED = KernelLibrary("quantized", Path("kernels/quantized/quantized.yaml"), "quantized_kernels")
+CORTEX_M = KernelLibrary("cortex_m", Path("backends/cortex_m/ops/operators.yaml"), "cortex_m_kernels")
+LIBRARIES = (QUANTIZED, CORTEX_M)
 _OP_ENTRY = re.compile(r"^- (?:op|func): *([A-Za-z0-9_.:]+)", re.MULTILINE)
 _KERNEL_NAME = re.compile(r"kernel_name: *([A-Za-z0-9_:]+)")
 
@@ -89,12 +110,13 @@ def kernel_sources(pte: Path, executorch_root: Path) -> list[KernelSource]:
     # Operators the runtime registers itself (`executorch` links its prim ops): no kernel file.
     prim_ops = executorch_root / PRIM_OPS
     prim = prim_ops.read_text(encoding="utf-8", errors="replace") if prim_ops.is_file() else ""
+    elsewhere = set().union(*library_operators(executorch_root).values())
     files = {path: path.read_text(encoding="utf-8", errors="replace")
              for path in sorted((executorch_root / KERNEL_DIR).glob("op_*.cpp"))}
     found: list[KernelSource] = []
     missing: list[str] = []
     for operator in program_operators(pte):
-        if f'"{operator}"' in prim:
+        if f'"{operator}"' in prim or operator in elsewhere:
             continue
         function = functions.get(operator)
         pattern = _definition(function) if function else None
@@ -104,9 +126,22 @@ def kernel_sources(pte: Path, executorch_root: Path) -> list[KernelSource]:
             continue
         found.append(KernelSource(operator, function, source))
     if missing:
-        raise BuildError(f"{pte}: no portable kernel in {executorch_root / KERNEL_DIR} for "
-                         f"{', '.join(missing)} (the QEMU runtime image runs portable kernels only)")
+        raise BuildError(f"{pte}: no kernel in {executorch_root / KERNEL_DIR} nor in "
+                         f"{', '.join(str(lib.yaml) for lib in LIBRARIES)} for {', '.join(missing)} (the QEMU runtime "
+                         "image runs ExecuTorch's portable, quantized and Cortex-M kernels only)")
     return found
+
+
+def library_operators(executorch_root: Path) -> dict[KernelLibrary, set[str]]:
+    """The operators of each other kernel library, from its yaml (a library missing from the tree has none)."""
+    return {lib: set(kernel_functions(executorch_root / lib.yaml)) if (executorch_root / lib.yaml).is_file() else set()
+            for lib in LIBRARIES}
+
+
+def program_libraries(pte: Path, executorch_root: Path) -> list[KernelLibrary]:
+    """The other kernel libraries whose operators `pte` calls, in LIBRARIES' order."""
+    operators = set(program_operators(pte))
+    return [lib for lib, names in library_operators(executorch_root).items() if operators & names]
 
 
 def build_sources(pte: Path, executorch_root: Path) -> list[Path]:
@@ -118,16 +153,18 @@ def build_sources(pte: Path, executorch_root: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: python -m hil.firmware.kernel_sources MODEL.pte EXECUTORCH_ROOT", file=sys.stderr)
+    libraries = args[2:] == ["--libraries"]
+    if len(args) != 2 and not libraries:
+        print("usage: python -m hil.firmware.kernel_sources MODEL.pte EXECUTORCH_ROOT [--libraries]", file=sys.stderr)
         return 2
     try:
         sources = build_sources(Path(args[0]), Path(args[1]))
+        lines = [lib.name for lib in program_libraries(Path(args[0]), Path(args[1]))] if libraries else sources
     except BuildError as exc:
         print(f"kernel_sources: {exc}", file=sys.stderr)
         return 2
-    for path in sources:
-        print(path)
+    for line in lines:
+        print(line)
     return 0
 
 

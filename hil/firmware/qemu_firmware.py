@@ -37,9 +37,12 @@ from hil.base.errors import EnvironmentFault, InputError
 FirmwareKind = Literal["runtime", "replay"]
 SETTING = "qemu.firmware"
 CHOICES = FIRMWARE_CHOICES
-# Delegates whose programs the runtime image runs: portable kernels, and et-hil's simulated Neutron
-# backend (firmware/qemu/runtime/neutron_sim_backend.cpp).
-RUNTIME_DELEGATES = ("none", "neutron-sim")
+# Delegates whose programs the runtime image runs: portable kernels, et-hil's simulated Neutron
+# backend (firmware/qemu/runtime/neutron_sim_backend.cpp), and the Cortex-M backend's CMSIS-NN operators.
+RUNTIME_DELEGATES = ("none", "neutron-sim", "cortex-m")
+# Of those, the ones only the runtime image runs: the host runtime that makes the replay image's ETDump has
+# no cortex_m kernels (it fails such a program with error 0x14, operator missing).
+RUNTIME_ONLY_DELEGATES = ("cortex-m",)
 # The PAL ticks of the runtime image: mps2-an505's FPGAIO counter at its 20 MHz reference clock
 # (firmware/qemu/runtime/board_glue.c), which the console's `Core/NPU Frequency` line also says.
 RUNTIME_TICK_MHZ = 20.0
@@ -112,6 +115,12 @@ def choose_qemu_firmware(cfg: BoardConfig, delegate: str, *, crafted: bool = Fal
     # Who wants the runtime image, in words that end with it: the errors below go on from there.
     asked = (f"the run requires the runtime image ({required.reason})" if required is not None
              else f"{_stated(cfg)} asks for the runtime image")
+    if delegate in RUNTIME_ONLY_DELEGATES and (need == "replay" or crafted):
+        raise InputError(f"board '{cfg.name}': a program lowered with the '{delegate}' delegate runs on the runtime "
+                         f"image only (the replay image's host runtime has no {delegate} kernels), but "
+                         f"{_stated(cfg) if need == 'replay' else 'this run asks for a crafted replay image'}")
+    if delegate in RUNTIME_ONLY_DELEGATES and need is None:
+        need, asked = "runtime", f"a program lowered with the '{delegate}' delegate needs the runtime image"
     if need == "replay" or (need is None and crafted):
         return QemuFirmware("replay")
     if crafted:
@@ -120,7 +129,7 @@ def choose_qemu_firmware(cfg: BoardConfig, delegate: str, *, crafted: bool = Fal
         if need == "runtime":
             raise InputError(f"board '{cfg.name}': {asked}, which cannot run a "
                              f"program lowered with the '{delegate}' delegate (it runs: {', '.join(RUNTIME_DELEGATES)});"
-                             " use --delegate none or neutron-sim")
+                             f" use --delegate {' or '.join(RUNTIME_DELEGATES)}")
         return QemuFirmware("replay", notice=f"a program with the '{delegate}' delegate runs on the replay image "
                                              "(the runtime image has no such backend)")
     from hil.firmware.sources_cmd import HINT

@@ -55,6 +55,7 @@ from hil.base.paths import FIRMWARE_DIR, PACKAGE_DIR, cache_dir
 RUNTIME_DIR = FIRMWARE_DIR / "qemu" / "runtime"
 ELF_NAME = "hil_qemu_runtime.elf"
 LOG_NAME = "build.log"
+CMSIS_NN_DIR = "cmsis-nn"  # the runtime folder's copy of the workspace's CMSIS-NN
 # The runtime is built once (minutes); a model's image after that in well under this.
 CONFIGURE_TIMEOUT_S = 600.0
 BUILD_TIMEOUT_S = 1800.0
@@ -84,10 +85,11 @@ _LINK_ERROR = re.compile(r"^.*(?:undefined reference to|region `\w+' overflowed|
 
 @dataclass(frozen=True)
 class RuntimeSources:
-    """The ExecuTorch checkout of a source workspace and the pins it was made from (for the cache key)."""
+    """The ExecuTorch and CMSIS-NN checkouts of a source workspace and the pins it was made from (for the cache key)."""
 
     executorch: Path
     pins_record: bytes
+    cmsis_nn: Path | None = None  # the Cortex-M backend's kernels (CMSIS_NN_LOCAL_PATH); None: a workspace without
 
     @classmethod
     def from_workspace(cls, workspace: Path) -> "RuntimeSources":
@@ -100,7 +102,11 @@ class RuntimeSources:
         if not paths or not (root / "CMakeLists.txt").is_file():
             raise EnvironmentFault(f"{workspace} is not a finished source workspace (no ExecuTorch checkout named in "
                                    f"its workspace.env), so no runtime image is built; assemble it with {HINT}")
-        return cls(root, _pins_record(workspace / SUMMARY_FILE, root))
+        cmsis_nn = Path(paths.get("CMSIS_NN", ""))
+        if not (cmsis_nn / "CMakeLists.txt").is_file():
+            raise EnvironmentFault(f"{workspace} holds no CMSIS-NN checkout (CMSIS_NN in its workspace.env), which the "
+                                   f"runtime's Cortex-M kernels are built from; assemble it again with {HINT}")
+        return cls(root, _pins_record(workspace / SUMMARY_FILE, root), cmsis_nn)
 
 
 def _pins_record(summary: Path, root: Path) -> bytes:
@@ -157,7 +163,8 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
         step = "configure"
         try:
             configure = _configure_command(source, root, build, model, flatc, options) + (
-                generated.cmake_options() if generated is not None else ["-UHIL_KERNEL_LIST", "-UHIL_SIM_TABLE_SOURCE"])
+                generated.cmake_options() if generated is not None else ["-UHIL_KERNEL_LIST", "-UHIL_SIM_TABLE_SOURCE",
+                                                                        "-UHIL_KERNEL_LIBRARIES"])
             run_logged(configure, cwd=root, log=log, timeout=CONFIGURE_TIMEOUT_S)
             step = "build"
             run_logged(["cmake", "--build", str(build), "--target", "hil_qemu_runtime", "--parallel",
@@ -223,15 +230,26 @@ def _hash_tree(digest: "hashlib._Hash", paths: tuple[Path, ...]) -> None:
 
 
 def _prepare_runtime(root: Path, sources: RuntimeSources) -> Path:
-    """The runtime's build folder, with its private copy of the ExecuTorch sources made on first use."""
-    private = root / "executorch"
+    """The runtime's build folder, with its private copies of the ExecuTorch and CMSIS-NN sources made on first use.
+
+    CMSIS-NN is copied too, though nothing writes into it: the build folder names its sources by path, and a
+    path into one workspace would tie the runtime folder (keyed by content) to where that workspace lies."""
+    _private_copy(sources.executorch, root / "executorch")
+    if sources.cmsis_nn is not None:
+        _private_copy(sources.cmsis_nn, root / CMSIS_NN_DIR)
+    return root / "build"
+
+
+def _private_copy(origin: Path, private: Path) -> None:
+    """`origin` copied to `private` once (a marker file says it finished); a failed copy leaves nothing."""
+    root = private.parent
     if not (private / ".hil-copied").is_file():
         shutil.rmtree(private, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(prefix=".executorch.", dir=root))
         shutil.rmtree(tmp)
         try:
-            shutil.copytree(sources.executorch, tmp, symlinks=True, ignore=_not_for_the_build)
-            (tmp / ".hil-copied").write_text(str(sources.executorch), encoding="utf-8")
+            shutil.copytree(origin, tmp, symlinks=True, ignore=_not_for_the_build)
+            (tmp / ".hil-copied").write_text(str(origin), encoding="utf-8")
         except OSError as exc:  # shutil.Error too: a full disk fails every file after the first
             shutil.rmtree(tmp, ignore_errors=True)  # no half copy left, taking the room or served later
             error = copy_error(exc, private)
@@ -239,7 +257,6 @@ def _prepare_runtime(root: Path, sources: RuntimeSources) -> Path:
                 raise
             raise error from None
         os.rename(tmp, private)
-    return root / "build"
 
 
 def wheel_flatc() -> Path | None:
@@ -269,7 +286,8 @@ def _configure_command(source: Path, root: Path, build: Path, model: Path, flatc
     entry may be gone, and its paths must not linger in the CMake cache."""
     command = ["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja",
                f"-DEXECUTORCH_ROOT={root / 'executorch'}", f"-DMODEL={model}", f"-DHIL_PYTHON={sys.executable}",
-               f"-DPYTHON_EXECUTABLE={sys.executable}", f"-DHIL_PYTHONPATH={PACKAGE_DIR.parent}"]
+               f"-DPYTHON_EXECUTABLE={sys.executable}", f"-DHIL_PYTHONPATH={PACKAGE_DIR.parent}",
+               f"-DCMSIS_NN_LOCAL_PATH={root / CMSIS_NN_DIR}"]
     if flatc is not None:
         command.append(f"-DFLATC_EXECUTABLE={flatc}")
     # Said every time: a CMake cache keeps the last configure's value, and the image key holds only `options`.

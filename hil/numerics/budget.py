@@ -15,15 +15,19 @@ from hil.records.numerics_section import COMPUTED
 def numerics_violations(section: dict[str, Any] | None, snr_db_min: float | None,
                         max_abs_error: float | None) -> list[tuple[str, float | None, float, str, str]]:
     """(what, measured, limit, unit, detail) for every limit broken; empty when none is set or all are met."""
+    from hil.numerics.int8 import int8_violation
+
+    int8 = int8_violation(section)  # an int8 program beyond its LSB bound breaks every budget, limits or not
+    found_int8 = [] if int8 is None else [int8]
     wanted = [(name, limit) for name, limit in (("snr_db_min", snr_db_min), ("max_abs_error", max_abs_error))
               if limit is not None]
     if not wanted:
-        return []
+        return found_int8
     if not section or section.get("status") != COMPUTED:
         why = f"outputs not computed ({section.get('reason')})" if section else "the profile has no numerics section"
         return [(_WHAT[name], None, limit, _UNIT[name], why) for name, limit in wanted]
     fig = section.get("vs_eager") or {}
-    found = []
+    found = list(found_int8)
     if snr_db_min is not None:
         snr = fig.get("snr_db")
         exact = fig.get("bit_exact", False)

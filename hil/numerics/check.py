@@ -97,10 +97,13 @@ def wants_references(inputs: RunInputs | None, outputs: "tuple[OutputTensor, ...
 
 
 def numerics_section(inputs: RunInputs | None, outputs: "tuple[OutputTensor, ...] | None",
-                     refs: "References | None", *, reason: str | None) -> dict[str, Any]:
+                     refs: "References | None", *, reason: str | None,
+                     output_scales: "list[float | None] | None" = None) -> dict[str, Any]:
     """The profile's `numerics` section: the target's outputs against eager PyTorch and the host runtime.
 
-    `refs` are the references of `inputs` (hil.aot.references), needed only when `wants_references`."""
+    `refs` are the references of `inputs` (hil.aot.references), needed only when `wants_references`. For an int8
+    program (`output_scales`: each output's quantization scale) the section adds `int8` (hil.numerics.int8), and
+    with the float model known, `vs_float_model`: the quantization error."""
     section: dict[str, Any] = {"inputs": inputs.describe() if inputs is not None else None}
     if reason is not None or inputs is None or outputs is None:
         return {"status": NOT_COMPUTED, "reason": reason or "no outputs were read", **section}
@@ -113,6 +116,8 @@ def numerics_section(inputs: RunInputs | None, outputs: "tuple[OutputTensor, ...
     references: dict[str, list["torch.Tensor"] | str] = {
         "eager": list(refs.eager),
         "host_runtime": refs.host_runtime if isinstance(refs.host_runtime, str) else list(refs.host_runtime)}
+    if refs.float_model is not None:
+        references["float_model"] = list(refs.float_model)
     per_output: list[dict[str, Any]] = [
         {"index": o.index, "dtype": o.spec.dtype_name, "shape": list(o.spec.shape)} for o in outputs if o.spec is not None
     ]
@@ -132,8 +137,15 @@ def numerics_section(inputs: RunInputs | None, outputs: "tuple[OutputTensor, ...
         for entry, fig in zip(per_output, figures):
             entry[f"vs_{name}"] = fig
         summary[name] = metrics.worst(figures)
-    return {"status": COMPUTED, **section, "outputs": per_output, "vs_eager": summary["eager"],
+    made = {"status": COMPUTED, **section, "outputs": per_output, "vs_eager": summary["eager"],
             "vs_host_runtime": summary["host_runtime"]}
+    if "float_model" in summary:
+        made["vs_float_model"] = summary["float_model"]  # the quantization error, apart from the reference's
+    if output_scales:
+        from hil.numerics.int8 import int8_figures
+
+        made["int8"] = int8_figures(target, references, output_scales)
+    return made
 
 
 def _non_finite_outputs(outputs: "tuple[OutputTensor, ...]", target: list["torch.Tensor"]) -> dict[str, Any]:

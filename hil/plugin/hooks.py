@@ -79,6 +79,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="with --hil-debug-outputs: an operator below this SNR drifts (default 40)")
     group.addoption("--hil-inputs", dest="hil_inputs", type=Path, default=None, metavar="FILE",
                     help="input tensors (.pt/.npz) for every hil_profile run instead of the model's example inputs")
+    group.addoption("--hil-quantize", dest="hil_quantize", action="store_true", default=None,
+                    help=option_help("hil_quantize", "quantize to int8 with the delegate's quantizer (hil.aot.quantize)"))
+    group.addoption("--hil-calibration", dest="hil_calibration", type=Path, default=None, metavar="FILE",
+                    help="with --hil-quantize: calibration samples (.pt/.npz) instead of the example inputs")
     group.addoption("--hil-allow-nonfinite-inputs", dest="hil_allow_nonfinite_inputs", action="store_true",
                     default=None, help=option_help("hil_allow_nonfinite_inputs",
                                                    "run inputs that hold NaN or infinity (refused by default)"))
@@ -304,6 +308,10 @@ def hil_profile(
         options.setdefault("inputs_file", config.getoption("hil_inputs"))
         options.setdefault("allow_nonfinite_inputs", bool(config.getoption("hil_allow_nonfinite_inputs")))
         options.setdefault("force_flash", bool(config.getoption("hil_force_flash")))
+        options.setdefault("quantize", bool(config.getoption("hil_quantize")))
+        if options.get("calibration_file") is not None:
+            options["calibration_file"] = config.rootpath / Path(options["calibration_file"]).expanduser()
+        options.setdefault("calibration_file", config.getoption("hil_calibration"))
         # The session's keeper (None: --hil-no-keep-qemu); the rerun below takes it too.
         options.setdefault("qemu_keeper", _hil_qemu_keeper)
         board = options.pop("board", None) or _board_for(request, hil_board_config)

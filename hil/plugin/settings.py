@@ -85,6 +85,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("hil_keep_qemu", "hil_keep_qemu", "HIL_KEEP_QEMU", switch, True,
             "keep one QEMU per board between tests of one image and reset its core (on by default; "
             "1/true/yes/on or 0/false/no/off)"),
+    Setting("hil_quantize", "hil_quantize", "HIL_QUANTIZE", switch, False,
+            "quantize every hil_profile model to int8 with its delegate's quantizer (1/true/yes/on or 0/false/no/off)"),
     Setting("hil_force_flash", "hil_force_flash", "HIL_FORCE_FLASH", switch, False,
             "write the image on every run, even to a board that holds it already, and start a new QEMU each run "
             "(1/true/yes/on or 0/false/no/off)"),

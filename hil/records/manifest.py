@@ -48,6 +48,7 @@ class Manifest(JsonRecord):
     warmup: int | None = None
     status: str | None = None
     delegate: str | None = None
+    quantization: Mapping[str, Any] | None = None  # hil.aot.quantize.QuantizationRecord; null for a float program
     time_scale: Mapping[str, Any] | None = None
     firmware: str | None = None
     firmware_sha256: str | None = None

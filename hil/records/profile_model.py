@@ -126,12 +126,16 @@ class Profile(JsonRecord):
     npu_fraction: float | None = None
     methods: Mapping[str, Mapping[str, Any]] = field(default_factory=_empty)
     cpu_fallback_ops: tuple[str, ...] = ()
+    # Why an operator stayed on the CPU, by its short name (a delegate's lowering says: hil.aot.neutron_sim_qdq)
+    cpu_fallback_reasons: Mapping[str, str] = field(default_factory=_empty)
     load_us: Mapping[str, float] = field(default_factory=_empty)
     memory: Mapping[str, Any] = field(default_factory=_empty)
     console: Mapping[str, Any] | None = None
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     delegate: str | None = None
+    # What made the int8 program (hil.aot.quantize.QuantizationRecord); null for a float program
+    quantization: Mapping[str, Any] | None = None
     firmware: str | None = None  # which image ran on QEMU: "runtime" | "replay"
     time_base: Mapping[str, Any] | None = None  # what a QEMU run's numbers are
     delegated_outputs: str | None = None  # how the QEMU runtime image computed a delegate's outputs

@@ -70,7 +70,7 @@ def _references(request: RunRequest, compiled: CompiledModel, checked: CheckedRe
     the export's deadline, its output in export.log, for a user's model) and stored there."""
     assert run_inputs is not None  # wants_references holds
     return references_for(request.model, compiled.pte_path.parent, compiled.pte_path, run_inputs.torch_inputs,
-                          checked.delegate, timeout_s=checked.export_timeout_s,
+                          checked.delegate, timeout_s=checked.export_timeout_s, options=checked.export_options,
                           log_path=log_path)
 
 
@@ -124,13 +124,15 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
         checked = check_request(request, report)  # a bad input fails here, before any work
         delegate = provenance["delegate"] = checked.delegate  # a run failing in export keeps its series (history)
         _import_frameworks(timer)
-        hit = is_cached(request.model, delegate=delegate)
+        hit = is_cached(request.model, delegate=delegate, options=checked.export_options)
         with timer.step("aot", f"export {request.model} ({'cached' if hit else 'cache miss'}, delegate {delegate})"):
-            compiled = export_isolated(request.model, delegate=delegate, timeout_s=checked.export_timeout_s,
+            compiled = export_isolated(request.model, delegate=delegate, options=checked.export_options,
+                                       timeout_s=checked.export_timeout_s,
                                        log_path=out / "export.log")
         # aot_followed: what the model read while exported, which the cache key follows (hil.aot.reads).
         provenance.update(aot_cache_key=compiled.cache_key, aot_cached=compiled.cached, delegate=delegate,
-                          model_name=compiled.name, aot_followed=compiled.reads.summary())
+                          model_name=compiled.name, aot_followed=compiled.reads.summary(),
+                          quantization=None if compiled.quantization is None else compiled.quantization.to_json())
         atomic.copy_file(compiled.pte_path, out / "model.pte")
         atomic.copy_file(compiled.etrecord_path, out / "etrecord.bin")
         if compiled.extra.get("conversion_log"):
@@ -186,7 +188,9 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
             with timer.step("numerics", "compare the outputs with eager PyTorch and the host runtime"):
                 refs = (_references(request, compiled, checked, run_inputs, out / "export.log")
                         if wants_references(run_inputs, capture.outputs, reason=reason) else None)
-                sections["numerics"] = numerics_section(run_inputs, capture.outputs, refs, reason=reason)
+                scales = list(compiled.quantization.output_scales) if compiled.quantization is not None else None
+                sections["numerics"] = numerics_section(run_inputs, capture.outputs, refs, reason=reason,
+                                                        output_scales=scales)
             provenance["numerics"] = sections["numerics"]  # no dump holds it: `hil inspect RUN_DIR` takes it from here
         if request.debug_outputs:
             sections["drift"] = _drift(out, compiled, capture, checked, request, timer,
@@ -198,6 +202,9 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
 
             provenance["annotations"] = annotations(request.board, prepared.firmware, simulation)
         profile = finish_profile(built, warmup=request.warmup, delegate=delegate, **sections,
+                                 quantization=provenance.get("quantization"),
+                                 **({"cpu_fallback_reasons": compiled.extra["cpu_reasons"]}
+                                    if compiled.extra.get("cpu_reasons") else {}),
                                  **provenance.get("annotations", {}))
         profile = profile.replace(harness_steps_s={**timer.seconds, **capture.steps_s})
         folder.write_profile(profile)

@@ -28,6 +28,7 @@ from typing import Any
 
 from hil.aot.export import available_delegates
 from hil.aot.models import resolve_spec
+from hil.aot.quantize import options as quantize_options
 from hil.base import log
 from hil.base.checks import finite_number, whole_number
 from hil.base.defaults import DEFAULT_EXPORT_TIMEOUT_S, DEFAULT_ITERATIONS
@@ -75,6 +76,8 @@ class RunRequest:
     # The pytest session's keeper of QEMU processes (hil.boards.qemu_keep): a run of the image a kept QEMU
     # holds resets it instead of starting QEMU again. None: every run starts its own (`hil run`).
     qemu_keeper: Any = None
+    quantize: bool = False  # int8 with the delegate's quantizer (hil.aot.quantize)
+    calibration_file: Path | None = None  # with quantize: calibration samples instead of the example inputs
 
 
 def choose_delegate(request: RunRequest, report: Callable[[str], None] | None = None,
@@ -108,6 +111,7 @@ class CheckedRequest:
     jitter: float
     elf: Path | None
     export_timeout_s: float
+    export_options: dict[str, Any] = field(default_factory=dict)  # hil.aot.export's options (quantization)
 
 
 def check_request(request: RunRequest, report: Callable[[str], None] | None = None) -> CheckedRequest:
@@ -134,12 +138,15 @@ def check_request(request: RunRequest, report: Callable[[str], None] | None = No
                          " (pytest: --hil-inputs with hil_profile(numerics=False))")
     if request.inputs_file is not None:  # a missing or foreign file, before the import
         check_inputs_path(request.inputs_file)
+    if request.calibration_file is not None:
+        check_inputs_path(request.calibration_file)
+    export_options = quantize_options(request.quantize, request.calibration_file)
     elf = firmware_elf(cfg, resolved.name, delegate, board.elf)
     if elf is not None:  # the breakpoint, result and handshake symbols are in it, or nothing starts
         from hil.target.elf_preflight import check_run_symbols
 
         check_run_symbols(elf, cfg)
-    return CheckedRequest(plan, timeout, delegate, jitter_share, elf, export_timeout_s)
+    return CheckedRequest(plan, timeout, delegate, jitter_share, elf, export_timeout_s, export_options)
 
 
 def _streamed(request: RunRequest) -> bool:

@@ -56,7 +56,7 @@ def test_a_delegate_the_runtime_image_cannot_run_is_the_users_error(tmp_path, wo
         with pytest.raises(InputError) as failure:
             choose_qemu_firmware(cfg, "neutron", required=required)
         assert exit_code_for(failure.value) == 2
-        assert "'neutron' delegate" in str(failure.value) and "--delegate none or neutron-sim" in str(failure.value)
+        assert "'neutron' delegate" in str(failure.value) and "--delegate none or neutron-sim or cortex-m" in str(failure.value)
     # Nobody asked: the real-Neutron program replays, with the reason.
     chosen = choose_qemu_firmware(_board(tmp_path), "neutron")
     assert chosen.kind == "replay" and "'neutron' delegate runs on the replay image" in chosen.notice
@@ -90,3 +90,24 @@ def test_a_users_elf_of_the_other_kind_is_refused(tmp_path):
         check_elf_kind(_board(tmp_path), elf, "replay", NIGHTLY)
     with pytest.raises(InputError, match=r'is a runtime image, but qemu.firmware = "replay" \(command line\)'):
         check_elf_kind(_board(tmp_path, "replay"), elf, "runtime")
+
+
+def test_a_cortex_m_program_runs_on_the_runtime_image_only(tmp_path, workspace, monkeypatch):
+    """The host runtime that makes a replay image's ETDump has no cortex_m kernels: a Cortex-M program never
+    replays; without sources it is the machine's fault (exit 3), a replay asked for is the user's (exit 2)."""
+    chosen = choose_qemu_firmware(_board(tmp_path), "cortex-m")
+    assert (chosen.kind, chosen.workspace, chosen.notice) == ("runtime", workspace, None)
+    with pytest.raises(InputError) as replay:
+        choose_qemu_firmware(_board(tmp_path, "replay", "command line --hil-firmware"), "cortex-m")
+    assert exit_code_for(replay.value) == 2
+    assert str(replay.value) == ("board 'qemu': a program lowered with the 'cortex-m' delegate runs on the runtime "
+                                 "image only (the replay image's host runtime has no cortex-m kernels), but "
+                                 "qemu.firmware = \"replay\" (command line --hil-firmware)")
+    with pytest.raises(InputError, match="crafted replay image"):
+        choose_qemu_firmware(_board(tmp_path), "cortex-m", crafted=True)
+    monkeypatch.setenv("RT700_SDK_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(EnvironmentFault) as missing:
+        choose_qemu_firmware(_board(tmp_path), "cortex-m")
+    assert exit_code_for(missing.value) == 3
+    assert str(missing.value).startswith("board 'qemu': a program lowered with the 'cortex-m' delegate needs the "
+                                         f"runtime image, but there is no firmware source workspace at {tmp_path / 'nowhere'}")

@@ -45,7 +45,7 @@ INI = textwrap.dedent(
 )
 ENV_NAMES = ("HIL_BOARD", "HIL_BOARD_CONFIG", "HIL_ARTIFACTS", "HIL_ITERATIONS", "HIL_WARMUP", "HIL_TIMEOUT",
              "HIL_BASELINE", "HIL_HISTORY", "HIL_TOLERANCE", "HIL_FIRMWARE", "HIL_ALLOW_NONFINITE_INPUTS",
-             "HIL_FORCE_FLASH", "HIL_KEEP_QEMU")
+             "HIL_FORCE_FLASH", "HIL_KEEP_QEMU", "HIL_QUANTIZE")
 
 
 def _session(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -164,11 +164,14 @@ def test_nonfinite_inputs_are_allowed_from_the_command_line_the_environment_or_t
     assert (project / "report.json").read_text() == repr(allowed)
 
 
-def test_force_flash_comes_from_the_command_line_the_environment_or_the_ini_file(project):
-    (project / "test_report.py").write_text(NONFINITE.replace("hil_allow_nonfinite_inputs", "hil_force_flash"))
-    for ini, args, env, forced in ((None, (), {}, False), ("on", (), {"HIL_FORCE_FLASH": "no"}, False),
-                                   ("off", ("--hil-force-flash",), {}, True), (None, (), {"HIL_FORCE_FLASH": "1"}, True)):
-        (project / "pyproject.toml").write_text(f'[tool.pytest.ini_options]\nhil_force_flash = "{ini}"\n'
+@pytest.mark.parametrize(("key", "variable", "flag"), [("hil_force_flash", "HIL_FORCE_FLASH", "--hil-force-flash"),
+                                                    ("hil_quantize", "HIL_QUANTIZE", "--hil-quantize")])
+def test_force_flash_and_quantize_come_from_the_command_line_the_environment_or_the_ini_file(project, key, variable,
+                                                                                           flag):
+    (project / "test_report.py").write_text(NONFINITE.replace("hil_allow_nonfinite_inputs", key))
+    for ini, args, env, forced in ((None, (), {}, False), ("on", (), {variable: "no"}, False),
+                                   ("off", (flag,), {}, True), (None, (), {variable: "1"}, True)):
+        (project / "pyproject.toml").write_text(f'[tool.pytest.ini_options]\n{key} = "{ini}"\n'
                                                 if ini else "")
         done = _session(project, *args, **env)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

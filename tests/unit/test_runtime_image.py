@@ -92,8 +92,48 @@ def test_an_operator_without_a_portable_kernel_is_named(tmp_path, monkeypatch) -
     monkeypatch.setattr(ks, "program_operators", lambda _pte: ["aten::nokernel.out", "aten::mystery.out", "aten::add.out"])
     with pytest.raises(BuildError) as info:
         ks.kernel_sources(Path("m.pte"), root)
-    assert "m.pte: no portable kernel" in str(info.value)
-    assert "aten::nokernel.out, aten::mystery.out (the QEMU runtime image runs portable kernels only)" in str(info.value)
+    assert "m.pte: no kernel in" in str(info.value)
+    assert ("for aten::nokernel.out, aten::mystery.out (the QEMU runtime image runs ExecuTorch's portable, quantized "
+            "and Cortex-M kernels only)") in str(info.value)
+
+
+QUANTIZED_YAML = textwrap.dedent("""\
+    - func: quantized_decomposed::quantize_per_tensor.out(Tensor input, *, Tensor(a!) out) -> Tensor(a!)
+      variants: function
+      kernels:
+        - arg_meta: null
+          kernel_name: torch::executor::quantize_per_tensor_out
+    """)
+CORTEX_M_YAML = textwrap.dedent("""\
+    # Copyright
+    - func: cortex_m::quantized_conv2d.out(Tensor input, *, Tensor(a!) out) -> Tensor(a!)
+      variants: function
+      kernels:
+        - arg_meta: null
+          kernel_name: cortex_m::quantized_conv2d_out
+    """)
+
+
+def test_quantized_and_cortex_m_operators_come_from_their_libraries_and_no_portable_file(tmp_path, monkeypatch) -> None:
+    """An int8 program: its quantized_decomposed and cortex_m operators are registered from ExecuTorch's
+    quantized_kernels and cortex_m_kernels (the yamls' entries, written here as the pinned tree has them), its aten
+    operators from their portable files; the image's CMake is told which libraries (in LIBRARIES' order)."""
+    root = _tree(tmp_path / "et")
+    for lib, text in ((ks.QUANTIZED, QUANTIZED_YAML), (ks.CORTEX_M, CORTEX_M_YAML)):
+        (root / lib.yaml).parent.mkdir(parents=True, exist_ok=True)
+        (root / lib.yaml).write_text(text)
+    ops = ["aten::add.out", "cortex_m::quantized_conv2d.out", "quantized_decomposed::quantize_per_tensor.out"]
+    monkeypatch.setattr(ks, "program_operators", lambda _pte: ops)
+    assert [item.source.name for item in ks.kernel_sources(Path("m.pte"), root)] == ["op_add.cpp"]
+    assert [lib.target for lib in ks.program_libraries(Path("m.pte"), root)] == ["quantized_kernels", "cortex_m_kernels"]
+    monkeypatch.setattr(ks, "program_operators", lambda _pte: ["aten::add.out", "cortex_m::quantized_conv2d.out"])
+    assert ks.program_libraries(Path("m.pte"), root) == [ks.CORTEX_M]
+    monkeypatch.setattr(ks, "program_operators", lambda _pte: ["aten::add.out"])
+    assert ks.program_libraries(Path("m.pte"), root) == []
+    # An operator of neither library nor a portable file (cortex_m's namespace, another name) is still named.
+    monkeypatch.setattr(ks, "program_operators", lambda _pte: ["cortex_m::quantized_lstm.out"])
+    with pytest.raises(BuildError, match="for cortex_m::quantized_lstm.out "):
+        ks.kernel_sources(Path("m.pte"), root)
 
 
 def test_a_failed_build_names_its_first_error_with_file_and_line(tmp_path) -> None:
@@ -216,7 +256,10 @@ def _summary_workspace(root: Path, mirror: str, commit: str) -> Path:
     """A workspace as `hil sources` leaves one: workspace.env, workspace.json naming its own folder and mirror."""
     (root / "executorch").mkdir(parents=True)
     (root / "executorch" / "CMakeLists.txt").write_text("")
-    (root / "workspace.env").write_text(f"export EXECUTORCH_ROOT={root / 'executorch'}\n")
+    (root / "cmsis-nn").mkdir()
+    (root / "cmsis-nn" / "CMakeLists.txt").write_text("")
+    (root / "workspace.env").write_text(f"export EXECUTORCH_ROOT={root / 'executorch'}\n"
+                                        f"export CMSIS_NN={root / 'cmsis-nn'}\n")
     (root / "workspace.json").write_text(json.dumps({
         "pins": str(root / "pins.toml"), "bench_commits": False, "env": {"EXECUTORCH_ROOT": str(root / "executorch")},
         "repos": [{"repo": "pytorch/executorch", "path": "executorch", "commit": commit, "source": mirror,
@@ -231,6 +274,18 @@ def test_two_workspaces_of_the_same_commits_share_the_runtime_wherever_they_lie(
     moved = RuntimeSources.from_workspace(_summary_workspace(tmp_path / "moved", "/lab/mirror", "d" * 40))
     assert mine.pins_record == theirs.pins_record and mine.executorch != theirs.executorch
     assert moved.pins_record != mine.pins_record
+    assert mine.cmsis_nn == tmp_path / "mine" / "cmsis-nn"
+
+
+def test_a_workspace_without_cmsis_nn_is_refused_naming_it(tmp_path) -> None:
+    """A workspace assembled before the CMSIS-NN pin: the runtime's Cortex-M kernels could not be built (and CMake
+    would fetch CMSIS-NN from the network), so it is the machine's fault, with the way to fix it."""
+    root = _summary_workspace(tmp_path / "old", "/lab/mirror", "c" * 40)
+    (root / "workspace.env").write_text(f"export EXECUTORCH_ROOT={root / 'executorch'}\n")
+    with pytest.raises(EnvironmentFault) as info:
+        RuntimeSources.from_workspace(root)
+    assert str(info.value).startswith(f"{root} holds no CMSIS-NN checkout (CMSIS_NN in its workspace.env)")
+    assert exit_code_for(info.value) == 3
 
 
 def test_a_cache_reached_through_a_link_builds_in_the_folders_real_path(tmp_path) -> None:
@@ -317,4 +372,5 @@ def test_the_harness_writes_the_kernel_list_and_says_none_for_a_program_without_
     assert made.kernel_list.read_text() == (f"{kernels / 'op_add.cpp'}\n{kernels / 'op_softmax.cpp'}\n"
                                             f"{kernels / 'pattern' / 'unary_ufunc_realhbf16.cpp'}\n")
     assert made.sim_table is None and not list(model.parent.glob("*.c"))
-    assert made.cmake_options() == [f"-DHIL_KERNEL_LIST={made.kernel_list}", "-DHIL_SIM_TABLE_SOURCE=none"]
+    assert made.cmake_options() == [f"-DHIL_KERNEL_LIST={made.kernel_list}", "-DHIL_SIM_TABLE_SOURCE=none",
+                                    "-DHIL_KERNEL_LIBRARIES=none"]

@@ -36,7 +36,7 @@ function(hil_require_files var)
   set(HIL_INPUT_ERRORS "${HIL_INPUT_ERRORS}" PARENT_SCOPE)
 endfunction()
 
-# A workspace made by `make rt700-sdk` (RT700_SDK_DIR) supplies the three source paths at once, in
+# A workspace made by `make rt700-sdk` (RT700_SDK_DIR) supplies the four source paths at once, in
 # its workspace.env (written from firmware/rt700/pins.toml); any of them set explicitly (-D or the
 # environment) wins.
 if(NOT DEFINED RT700_SDK_DIR AND DEFINED ENV{RT700_SDK_DIR} AND NOT "$ENV{RT700_SDK_DIR}" STREQUAL "")
@@ -53,7 +53,7 @@ if(DEFINED RT700_SDK_DIR AND NOT "${RT700_SDK_DIR}" STREQUAL "")
       set(var "${CMAKE_MATCH_2}")
       set(value "${CMAKE_MATCH_3}")
       string(REGEX REPLACE "^'(.*)'$" "\\1" value "${value}")
-      if(var MATCHES "^(MCUX_SDK|EXECUTORCH_ROOT|NEUTRON_LIB_DIR)$"
+      if(var MATCHES "^(MCUX_SDK|EXECUTORCH_ROOT|NEUTRON_LIB_DIR|CMSIS_NN)$"
          AND (NOT DEFINED ${var} OR "${${var}}" STREQUAL "") AND "$ENV{${var}}" STREQUAL "")
         set(${var} "${value}" CACHE PATH "${var} (from ${RT700_SDK_DIR}/workspace.env)" FORCE)
       endif()
@@ -72,9 +72,10 @@ if((NOT DEFINED ARMGCC_DIR OR "${ARMGCC_DIR}" STREQUAL "") AND "$ENV{ARMGCC_DIR}
 endif()
 
 set(HIL_INPUT_ERRORS "${HIL_WORKSPACE_ERROR}")
-hil_require_paths(DIRECTORY MCUX_SDK EXECUTORCH_ROOT NEUTRON_LIB_DIR ARMGCC_DIR)
+hil_require_paths(DIRECTORY MCUX_SDK EXECUTORCH_ROOT NEUTRON_LIB_DIR CMSIS_NN ARMGCC_DIR)
 hil_require_paths(FILE MODEL)
 hil_require_files(NEUTRON_LIB_DIR libNeutronDriver.a libNeutronFirmware.a)
+hil_require_files(CMSIS_NN CMakeLists.txt Include/arm_nnfunctions.h)
 hil_require_files(ARMGCC_DIR bin/arm-none-eabi-gcc)
 hil_require_files(EXECUTORCH_ROOT CMakeLists.txt devtools/etdump/etdump_flatcc.h
                   backends/nxp/runtime/NeutronBackend.cpp third-party/flatcc/CMakeLists.txt
@@ -90,6 +91,7 @@ if(HIL_INPUT_ERRORS)
     "mimxrt700evk; EXECUTORCH_ROOT = an ExecuTorch source checkout with the third-party/flatbuffers "
     "and third-party/flatcc submodules; NEUTRON_LIB_DIR = the folder holding libNeutronDriver.a and "
     "libNeutronFirmware.a for the Cortex-M33 (mcuxsdk-middleware-eiq neutron/rt700/cm33, or "
-    "eiq_neutron_sdk's target/imxrt700/rt700/cm33); ARMGCC_DIR = the Arm GNU toolchain root; "
+    "eiq_neutron_sdk's target/imxrt700/rt700/cm33); CMSIS_NN = a checkout of ARM-software/CMSIS-NN at the "
+    "commit pins.toml names; ARMGCC_DIR = the Arm GNU toolchain root; "
     "MODEL = the .pte to link in. See firmware/rt700/README.md.")
 endif()

@@ -1,0 +1,93 @@
+"""The `cortex-m` lowering: a user's NCHW model becomes CMSIS-NN operators, and a layer that stays float is said.
+
+Truths: the operators of ExecuTorch's own deserialized program (`executorch.exir._serialize`), the layers of the
+tiny models written here, and the edge graph of ExecuTorch's own passes."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from hil.aot.export import export_model
+
+MODEL = textwrap.dedent("""\
+    import torch
+
+
+    class ConvLinear(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.fc = torch.nn.Linear(8 * 8 * 8, 10)
+
+        def forward(self, x):
+            return self.fc(torch.relu(self.conv(x)).flatten(1))
+
+
+    def factory():
+        torch.manual_seed(0)
+        return ConvLinear().eval(), (torch.randn(1, 3, 8, 8),)
+    """)
+
+
+def _operators(pte: bytes) -> list[str]:
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    plan = deserialize_pte_binary(pte).program.execution_plan[0]
+    return sorted(f"{op.name}.{op.overload}" for op in plan.operators)
+
+
+@pytest.fixture(scope="module")
+def lowered(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cortex_m")
+    (folder / "tiny.py").write_text(MODEL)
+    return export_model(f"{folder / 'tiny.py'}:factory", delegate="cortex-m", cache=folder / "cache")
+
+
+def test_an_nchw_conv_and_linear_become_cmsis_nn_kernels_and_the_program_keeps_nchw_inputs(lowered) -> None:
+    import torch
+
+    operators = _operators(lowered.pte_path.read_bytes())
+    assert "cortex_m::quantized_conv2d.out" in operators and "cortex_m::quantized_linear.out" in operators
+    assert not [op for op in operators if op.startswith(("aten::convolution", "aten::linear", "aten::addmm"))]
+    assert lowered.extra["float_operators"] == []
+    # The program still takes what the user gives: its input is the NCHW example input, byte for byte.
+    from executorch.runtime import Runtime  # noqa: F401  (the program is read, not run: no cortex_m kernels here)
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    plan = deserialize_pte_binary(lowered.pte_path.read_bytes()).program.execution_plan[0]
+    (first,) = plan.inputs
+    tensor = plan.values[first].val
+    assert list(tensor.sizes) == [1, 3, 8, 8] and list(tensor.dim_order) == [0, 1, 2, 3]
+    (example,) = torch.load(lowered.inputs_path, weights_only=True)
+    assert example.is_contiguous()
+
+
+def test_the_quantization_is_recorded_as_cortex_m_quantizers(lowered) -> None:
+    record = lowered.quantization
+    assert record is not None and record.quantizer == "CortexMQuantizer" and not record.stand_in
+    assert record.calibration == "example inputs" and record.calibration_batches == 1
+
+
+def test_a_convolution_left_in_nchw_is_named_as_float(caplog) -> None:
+    """Without the channels_last conversion the backend leaves the convolution a float aten.convolution (its own
+    passes, on its own quantizer's graph): float_operators names it rather than letting it pass."""
+    import torch
+    from executorch.backends.cortex_m.edge_compile_config import cortex_m_edge_compile_config
+    from executorch.exir import to_edge
+
+    from hil.aot import cortex_m, quantize
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3)).eval()
+    inputs = (torch.randn(1, 3, 8, 8),)
+    calibration = quantize.Calibration((inputs,), "example inputs", "")
+    converted = quantize.quantize_pt2e(module, inputs, cortex_m.cortex_m_quantizer(), calibration)
+    edge = cortex_m.run_passes(to_edge(torch.export.export(converted, inputs),
+                                       compile_config=cortex_m_edge_compile_config()))
+    left = cortex_m.float_operators(edge)
+    assert len(left) == 1 and "aten.convolution" in left[0]
+    with caplog.at_level("WARNING", logger="hil"):
+        assert cortex_m._after_lowering(edge, None) == {"float_operators": left}
+    assert f"delegate 'cortex-m': 1 operator(s) stayed float (portable kernels, not CMSIS-NN): {left[0]}" in caplog.text
