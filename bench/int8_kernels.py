@@ -97,11 +97,15 @@ def main() -> int:
         for model in args.models:
             count = macs(model)
             for choice, delegate, quantize in CHOICES:
-                size = None if args.no_rt700 else rt700_image_bytes(model, delegate, quantize, Path(tmp))
-                figures.append(Figure(model, choice, instructions(model, delegate, quantize, Path(tmp)), count, size))
+                try:
+                    size = None if args.no_rt700 else rt700_image_bytes(model, delegate, quantize, Path(tmp))
+                    figures.append(Figure(model, choice, instructions(model, delegate, quantize, Path(tmp)), count,
+                                          size))
+                except Exception as exc:  # one choice that cannot run is said, the others still measured
+                    print(f"{model} {choice}: failed: {str(exc).splitlines()[0][:200]}")
     print(f"{'model':<10} {'kernels':<16} {'instructions':>14} {'per MAC':>8} {'vs float':>8} {'RT700 image':>12}")
     for figure in figures:
-        base = next(f for f in figures if f.model == figure.model and f.choice == CHOICES[0][0])
+        base = next((f for f in figures if f.model == figure.model and f.choice == CHOICES[0][0]), figure)
         size = "-" if figure.image_bytes is None else f"{figure.image_bytes:,} B"
         print(f"{figure.model:<10} {figure.choice:<16} {figure.instructions:>14,} "
               f"{figure.instructions / figure.macs:>8.2f} {figure.instructions / base.instructions:>8.2f} {size:>12}")

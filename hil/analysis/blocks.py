@@ -12,8 +12,10 @@ kept; the runs of any other sequence are counted in a warning.
 from __future__ import annotations
 
 import copy
+import importlib
 import subprocess
 import warnings
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,12 +48,36 @@ class Inspected:
     warnings: list[str] = field(default_factory=list)
 
 
+# Operator libraries an ETRecord's graph may name that ExecuTorch registers only when their module is imported
+# (torch.library): without them the deserializer makes "fake operators" whose nodes name no op, and the check of
+# the ETRecord against the .pte refuses the run. Keyed by how the edge program writes their namespace.
+# (The Cortex-M backend's ops module cannot be imported first: it imports the passes, which name its operators.)
+OPERATOR_LIBRARIES = {b"cortex_m.": "executorch.backends.cortex_m.passes"}
+
+
+def load_operator_libraries(etrecord_path: Path) -> None:
+    """Import the operator libraries the ETRecord's programs name (an AnalysisError naming one that fails)."""
+    try:
+        with zipfile.ZipFile(etrecord_path) as archive:
+            text = b"".join(archive.read(name) for name in archive.namelist())
+    except (OSError, zipfile.BadZipFile, RuntimeError):
+        return  # parse_etrecord says what is wrong with the file
+    for marker, module in OPERATOR_LIBRARIES.items():
+        if marker in text:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise AnalysisError(f"ETRecord {etrecord_path} names {marker.decode()}* operators, and {module}, "
+                                    f"which defines them, failed to import: {exc}") from exc
+
+
 def read_etrecord(etrecord_path: Path) -> Any:
     """Parse an ETRecord; every failure becomes an AnalysisError naming the file."""
     from executorch.devtools import parse_etrecord
 
     if not etrecord_path.is_file():
         raise AnalysisError(f"ETRecord {etrecord_path} does not exist")
+    load_operator_libraries(etrecord_path)
     try:
         return parse_etrecord(str(etrecord_path))
     except Exception as exc:  # the parser raises RuntimeError, KeyError, zip errors...

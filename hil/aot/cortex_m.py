@@ -16,8 +16,8 @@ inputs the user gives (the harness writes them as they are) and the conversion i
 in the profile. Whatever compute operator still stays float after the passes is said (a warning naming each) and
 recorded in the entry's `extra["float_operators"]`.
 
-The ETRecord is the one `to_edge` made; the ETDump's events name the kernel that ran (`native_call_quantized_conv2d.out`),
-and the Inspector maps each, by its debug handle, to the user's module.
+The ETRecord holds the transformed edge program; the ETDump's events name the kernel that ran
+(`native_call_quantized_conv2d.out`), and the Inspector maps each, by its debug handle, to the user's module.
 """
 
 from __future__ import annotations
@@ -67,14 +67,19 @@ def cortex_m_quantizer() -> Any:
 
 
 def run_passes(edge: "EdgeProgramManager") -> "EdgeProgramManager":
-    """The Cortex-M passes on the edge program, for the M33 (as the backend's tester does: the edge manager keeps
-    its ETRecord, the forward method is replaced by the transformed program)."""
+    """The Cortex-M passes on the edge program, for the M33 (as the backend's tester does: the forward method is
+    replaced by the transformed program), and the ETRecord's edge program with it: the Inspector maps each event to
+    the transformed graph's node, whose target is the kernel that ran and whose module stack is the user's."""
     from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager
     from executorch.backends.cortex_m.target_config import CortexM, CortexMTargetConfig
 
     manager = CortexMPassManager(edge.exported_program(), CortexMPassManager.pass_list,
                                  target_config=CortexMTargetConfig(cpu=CortexM.M33))
     edge._edge_programs["forward"] = manager.transform()
+    record = edge._etrecord
+    if record is not None:  # the ETRecord's edge program must be the one the .pte was made from (hil.analysis checks)
+        record.edge_dialect_program = None  # add_edge_dialect_program refuses to replace one
+        record.add_edge_dialect_program(copy.deepcopy(edge))
     return edge
 
 

@@ -30,9 +30,9 @@ SEALED = 1  # PRAGMA user_version of a history whose every row carries a checksu
 RUN_COLUMNS = ("id", "time", "git_commit", "board", "probe_id", "model", "test_id", "firmware_sha256", "model_sha256",
                "etrecord_sha256", "versions", "sdk_version", "simulated", "iterations", "warmup", "total_us",
                "npu_fraction", "totals", "memory", "passed", "artifacts", "comparison", "time_scale", "numerics",
-               "time_base", "firmware_kind", "commit_dirty")
+               "time_base", "firmware_kind", "commit_dirty", "judged", "not_judged")
 EVENT_COLUMNS = ("run_id", "seq", "key", "kind", "name", "op_types", "delegate_debug_id", "n", "p50_us", "p90_us",
-                 "min_us", "max_us", "mad_us", "mean_us")
+                 "min_us", "max_us", "mad_us", "mean_us", "module_paths", "source_lines")
 
 
 def _cell(value: Any) -> list[str]:

@@ -21,8 +21,10 @@ import torch
 pytestmark = pytest.mark.device
 
 LSB_BOUND = 2.0
-# Smallest first (multiply-accumulates per inference: the autoencoder ~0.27 M, DS-CNN ~2.7 M).
-MODELS = ["deep_autoencoder", "ds_cnn"]
+# Smallest first (multiply-accumulates: the autoencoder ~0.27 M, MobileNetV1 0.25 ~7.5 M, ResNet8 12.5 M). DS-CNN is left out: its one-channel input makes ExecuTorch 1.5.1 give the channels_last copy of
+# it the dim order (0, 2, 1, 3) (exir/tensor.py dim_order_from_stride: a stable sort of equal strides), which the
+# runtime's _to_dim_order_copy and CMSIS-NN convolutions refuse (error 0x12); docs/qemu-runtime.md says so.
+MODELS = ["deep_autoencoder", "mobilenet_v1_025", "resnet8"]
 # Float operators that would mean a layer ran on the portable kernels, not CMSIS-NN.
 _FLOAT_COMPUTE = ("aten::convolution", "aten::linear", "aten::addmm", "aten::mm", "aten::avg_pool2d",
                   "aten::max_pool2d", "aten::_adaptive_avg_pool2d", "aten::mean")
@@ -61,7 +63,7 @@ def _layers(module: torch.nn.Module) -> Counter[str]:
     found: Counter[str] = Counter()
     for layer in module.modules():
         if isinstance(layer, torch.nn.Conv2d):
-            depthwise = layer.groups > 1 and layer.groups == layer.in_channels
+            depthwise = layer.groups == layer.in_channels  # the backend's rule (a one-channel conv is depthwise)
             found["cortex_m::quantized_depthwise_conv2d" if depthwise else "cortex_m::quantized_conv2d"] += 1
         elif isinstance(layer, torch.nn.Linear):
             found["cortex_m::quantized_linear"] += 1

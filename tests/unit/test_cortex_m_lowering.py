@@ -91,3 +91,24 @@ def test_a_convolution_left_in_nchw_is_named_as_float(caplog) -> None:
     with caplog.at_level("WARNING", logger="hil"):
         assert cortex_m._after_lowering(edge, None) == {"float_operators": left}
     assert f"delegate 'cortex-m': 1 operator(s) stayed float (portable kernels, not CMSIS-NN): {left[0]}" in caplog.text
+
+
+def test_a_fresh_process_reads_the_etrecords_cortex_m_operators(lowered) -> None:
+    """`hil run` analyses in a process that never lowered anything: the ETRecord's cortex_m operators must be
+    real there (else its graph names no op and the run is refused as an ETRecord of another program). The truth:
+    the .pte's operators from ExecuTorch's deserializer, in this process."""
+    import subprocess
+    import sys
+
+    from hil.base.paths import REPO_ROOT
+
+    script = ("import sys\nfrom hil.analysis.blocks import read_etrecord, edge_programs\n"
+              "graph = edge_programs(read_etrecord(__import__('pathlib').Path(sys.argv[1])))['forward'].graph\n"
+              "print('\\n'.join(sorted({str(getattr(n.target, '_op', n.target)) for n in graph.nodes\n"
+              "                          if n.op == 'call_function' and 'cortex_m' in str(n.target)})))\n")
+    done = subprocess.run([sys.executable, "-c", script, str(lowered.etrecord_path)], capture_output=True, text=True,
+                          timeout=300, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    in_record = {line.split(".")[1] for line in done.stdout.split()}
+    in_pte = {op.split("::")[1].split(".")[0] for op in _operators(lowered.pte_path.read_bytes()) if op.startswith("cortex_m")}
+    assert in_record == in_pte and "quantized_conv2d" in in_record

@@ -20,7 +20,7 @@ import pytest
 from hil.base.paths import REPO_ROOT
 
 RT700 = REPO_ROOT / "firmware" / "rt700"
-INPUT_VARS = ("MCUX_SDK", "EXECUTORCH_ROOT", "NEUTRON_LIB_DIR", "ARMGCC_DIR", "MODEL", "RT700_SDK_DIR")
+INPUT_VARS = ("MCUX_SDK", "EXECUTORCH_ROOT", "NEUTRON_LIB_DIR", "CMSIS_NN", "ARMGCC_DIR", "MODEL", "RT700_SDK_DIR")
 BOARD = "examples/_boards/mimxrt700evk"
 
 # The files NXP's example compiles (its board files for this board; its hardware_init.c is ours).
@@ -61,7 +61,8 @@ DECOYS = [
 
 # A stand-in ExecuTorch: the targets the firmware links, and Codegen.cmake's three functions.
 ET_CMAKE = """\
-foreach(t executorch executorch_core etdump flatccrt executorch_delegate_neutron portable_kernels quantized_kernels)
+foreach(t executorch executorch_core etdump flatccrt executorch_delegate_neutron portable_kernels quantized_kernels
+        cortex_m_kernels)
   add_library(${t} STATIC stub.c)
 endforeach()
 """
@@ -103,10 +104,13 @@ def _workspace(root: Path, et_extra: str = "", drop: str | None = None) -> Path:
     for rel in ("devtools/etdump/etdump_flatcc.h", "backends/nxp/runtime/NeutronBackend.cpp",
                 "third-party/flatcc/CMakeLists.txt", "third-party/flatbuffers/CMakeLists.txt"):
         _touch(et / rel)
+    for rel in ("CMakeLists.txt", "Include/arm_nnfunctions.h"):
+        _touch(root / "cmsis-nn" / rel)
     (root / "m.pte").write_bytes(b"PTE")
     # as `make rt700-sdk` writes it (shell syntax, paths from firmware/rt700/pins.toml's [env])
     _touch(root / "workspace.env", f"# written by hil.firmware.workspace\nexport MCUX_SDK={sdk}\n"
-           f"export EXECUTORCH_ROOT={et}\nexport NEUTRON_LIB_DIR={sdk}/middleware/eiq/neutron/rt700/cm33\n")
+           f"export EXECUTORCH_ROOT={et}\nexport NEUTRON_LIB_DIR={sdk}/middleware/eiq/neutron/rt700/cm33\n"
+           f"export CMSIS_NN={root / 'cmsis-nn'}\n")
     return root
 
 
@@ -129,7 +133,7 @@ def test_configure_names_every_missing_input_and_the_workspace_fix(tmp_path: Pat
     proc = _cmake(tmp_path / "build")
     assert proc.returncode != 0
     text = " ".join(proc.stderr.split())
-    for var in ("MCUX_SDK", "EXECUTORCH_ROOT", "NEUTRON_LIB_DIR", "MODEL"):
+    for var in ("MCUX_SDK", "EXECUTORCH_ROOT", "NEUTRON_LIB_DIR", "CMSIS_NN", "MODEL"):
         assert f"{var} is not set" in text, text
     # Debian's toolchain on PATH is found without ARMGCC_DIR.
     assert "ARMGCC_DIR is not set" not in text
@@ -183,8 +187,12 @@ def test_configure_defines_and_flags(configured) -> None:
 def test_configure_forces_bare_metal_executorch_options(configured) -> None:
     _, build = configured
     cache = (build / "CMakeCache.txt").read_text()
-    for opt in ("EXECUTORCH_BUILD_DEVTOOLS", "EXECUTORCH_ENABLE_EVENT_TRACER", "EXECUTORCH_BUILD_NXP_NEUTRON"):
+    for opt in ("EXECUTORCH_BUILD_DEVTOOLS", "EXECUTORCH_ENABLE_EVENT_TRACER", "EXECUTORCH_BUILD_NXP_NEUTRON",
+                "EXECUTORCH_BUILD_KERNELS_QUANTIZED", "EXECUTORCH_BUILD_CORTEX_M"):
         assert f"{opt}:BOOL=ON" in cache, opt
+    # The workspace's CMSIS-NN, never FetchContent (backends/cortex_m/CMakeLists.txt fetches when this is empty).
+    root, _ = configured
+    assert f"CMSIS_NN_LOCAL_PATH:PATH={root / 'cmsis-nn'}" in cache
     for opt in ("EXECUTORCH_BUILD_CPUINFO", "EXECUTORCH_BUILD_PTHREADPOOL"):
         assert f"{opt}:BOOL=OFF" in cache, opt
 
@@ -197,6 +205,7 @@ def test_link_wholes_only_the_neutron_delegate_and_uses_our_link_script(configur
     assert link.count("--whole-archive") == 1
     assert "-Wl,--whole-archive executorch/libexecutorch_delegate_neutron.a -Wl,--no-whole-archive" in link
     assert "libhil_portable_ops_lib.a" in link and "libhil_quantized_ops_lib.a" in link
+    assert "libhil_cortex_m_ops_lib.a" in link
     assert f"-T{RT700 / 'link' / 'hil_rt700_flash.ld'}" in link
     assert "nosys.specs" in link and "--gc-sections" in link
     assert str(root / "mcuxsdk/middleware/eiq/neutron/rt700/cm33/libNeutronFirmware.a") in link
