@@ -197,6 +197,11 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
             from hil.firmware.qemu_firmware import annotations
 
             provenance["annotations"] = annotations(request.board, prepared.firmware, simulation)
+        elif request.board.kind == "rt700-emu":
+            from hil.boards.rt700_emu import time_base as emulated_time_base
+
+            provenance["annotations"] = {"firmware": "rt700-emu",
+                                         "time_base": emulated_time_base(request.board.clock_mhz)}
         profile = finish_profile(built, warmup=request.warmup, delegate=delegate, **sections,
                                  **provenance.get("annotations", {}))
         profile = profile.replace(harness_steps_s={**timer.seconds, **capture.steps_s})
