@@ -4,8 +4,9 @@ Why at this seam: pyOCD's DebugProbe is where a real MCU-Link ends (pyOCD's own 
 ones such as pyocd-pemicro, plug in here), so everything above it -- pyOCD's CoreSight discovery, its
 FileProgrammer, breakpoint manager and GDB server, and the harness -- is the code that drives a bench. The
 DP and AP registers answer what discovery reads (DPIDR of an SW-DP v2, an AHB5-AP whose BASE is the ROM
-table); memory goes through `get_memory_interface_for_ap` (pyOCD's hook for probes with their own memory
-access, as ST-Link's) to `EmulatorMemory`, block transfers rather than one AP transaction per word.
+table); memory goes through the MEM-AP's CSW/TAR/DRW as on a CMSIS-DAP probe, to `EmulatorMemory`.
+(pyOCD's accelerated path, `get_memory_interface_for_ap`, is not offered: through `pyocd server` 0.46.0 its
+client sends a bytearray for a block write, which its JSON encoder refuses.)
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ class EmulatedProbe(DebugProbe):
         self._uid, self.scs, self._open, self._protocol = uid, scs, False, None
         self._ctrl_stat = self._select = 0
         self._csw = 0x23000052
+        self._tar = 0
         self.memory = EmulatorMemory(scs)
 
     @classmethod
@@ -162,12 +164,39 @@ class EmulatedProbe(DebugProbe):
         reg = addr & 0xFC
         value = 0
         if addr >> 24 == 0:
-            value = {0x00: self._csw | 0x40, 0xF8: ROM_TABLE | 3, 0xFC: AHB5_AP_IDR}.get(reg, 0)
+            if reg == 0x0C:
+                value = self._drw_read()
+            else:
+                value = {0x00: self._csw | 0x40, 0x04: self._tar, 0xF8: ROM_TABLE | 3, 0xFC: AHB5_AP_IDR}.get(reg, 0)
         return value if now else (lambda: value)
 
     def write_ap(self, addr: int, data: int) -> None:
-        if addr >> 24 == 0 and addr & 0xFC == 0x00:
+        reg = addr & 0xFC
+        if addr >> 24 != 0:
+            return
+        if reg == 0x00:
             self._csw = data
+        elif reg == 0x04:
+            self._tar = data
+        elif reg == 0x0C:
+            self._drw_write(data)
+
+    # The MEM-AP's data path: CSW.Size (bits 2:0) and AddrInc (bits 5:4), TAR, DRW with byte lanes.
+    def _step(self) -> tuple[int, int]:
+        size, address = 1 << (self._csw & 7), self._tar
+        if (self._csw >> 4) & 3:
+            self._tar = (self._tar + size) & 0xFFFFFFFF
+        return size, address
+
+    def _drw_read(self) -> int:
+        size, address = self._step()
+        raw = self.memory._read(address, size)
+        return int.from_bytes(raw, "little") << (8 * (address & 3))
+
+    def _drw_write(self, data: int) -> None:
+        size, address = self._step()
+        value = (data >> (8 * (address & 3))) & ((1 << (8 * size)) - 1)
+        self.memory._write(address, value.to_bytes(size, "little"))
 
     def read_ap_multiple(self, addr: int, count: int = 1, now: bool = True) -> Any:
         values = [self.read_ap(addr) for _ in range(count)]
@@ -177,5 +206,3 @@ class EmulatedProbe(DebugProbe):
         for value in values:
             self.write_ap(addr, value)
 
-    def get_memory_interface_for_ap(self, ap_address: Any) -> MemoryInterface | None:
-        return self.memory if ap_address.nominal_address == 0 else None
