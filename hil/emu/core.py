@@ -87,6 +87,7 @@ class M33Core:
         self.skipped: dict[str, int] = {}
         self._skips: dict[int, str] = {}
         self._breakpoints: dict[int, int] = {}  # address -> unicorn hook handle
+        self.breakpoint_hits = {"fpb": 0, "bkpt": 0}  # halts at an FPB comparator, at a BKPT instruction
         self._resume_over: int | None = None
         self.stop_reason: str | None = None  # "halt", "step", "breakpoint", "vector catch"
         self.on_stop: Callable[[str], None] = lambda _reason: None
@@ -227,10 +228,12 @@ class M33Core:
         if self._resume_over == address:
             self._resume_over = None
             return
+        self.breakpoint_hits["fpb"] += 1
         self._stop("breakpoint", address)
 
     def _on_interrupt(self, uc: Uc, intno: int, _data: Any) -> None:
         if intno == BKPT_INTNO:  # a BKPT instruction (a software breakpoint): halt on it
+            self.breakpoint_hits["bkpt"] += 1
             self._stop("breakpoint", self.pc)
 
     def _on_bad_access(self, uc: Uc, access: int, address: int, _size: int, _value: int, _data: Any) -> bool:

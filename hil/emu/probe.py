@@ -5,6 +5,9 @@ ones such as pyocd-pemicro, plug in here), so everything above it -- pyOCD's Cor
 FileProgrammer, breakpoint manager and GDB server, and the harness -- is the code that drives a bench. The
 DP and AP registers answer what discovery reads (DPIDR of an SW-DP v2, an AHB5-AP whose BASE is the ROM
 table); memory goes through the MEM-AP's CSW/TAR/DRW as on a CMSIS-DAP probe, to `EmulatorMemory`.
+The emulated XSPI flash takes the debugger's writes (the stand-in for the pack's flash algorithm), except a
+software breakpoint: a halfword BKPT #0 written into it is refused with a transfer fault, as silicon's XIP flash
+refuses it, so a debugger that does not use the FPB there fails here as it would on a bench.
 (pyOCD's accelerated path, `get_memory_interface_for_ap`, is not offered: through `pyocd server` 0.46.0 its
 client sends a bytearray for a block write, which its JSON encoder refuses.)
 """
@@ -23,6 +26,7 @@ from hil.emu.debug_port import ROM_TABLE, SystemControlSpace
 
 DPIDR_SWDP_V2 = 0x0BE12477
 AHB5_AP_IDR = 0x84770001
+BKPT_0 = 0xBE00  # the halfword pyOCD's software breakpoint writes (pyocd/debug/breakpoints/software.py)
 VENDOR, PRODUCT = "et-hil", "emulated RT700 (unicorn Cortex-M33)"
 
 
@@ -95,6 +99,7 @@ class EmulatedProbe(DebugProbe):
         self._ctrl_stat = self._select = 0
         self._csw = 0x23000052
         self._tar = 0
+        self.refused_breakpoints = 0  # software breakpoints (BKPT #0) a debugger tried to write into the flash
         self.memory = EmulatorMemory(scs)
 
     @classmethod
@@ -196,6 +201,9 @@ class EmulatedProbe(DebugProbe):
     def _drw_write(self, data: int) -> None:
         size, address = self._step()
         value = (data >> (8 * (address & 3))) & ((1 << (8 * size)) - 1)
+        if size == 2 and value == BKPT_0 and rt.FLASH.contains(address, 2):
+            self.refused_breakpoints += 1
+            raise exceptions.TransferFaultError("write", address, 2)  # as the XIP flash refuses it on silicon
         self.memory._write(address, value.to_bytes(size, "little"))
 
     def read_ap_multiple(self, addr: int, count: int = 1, now: bool = True) -> Any:

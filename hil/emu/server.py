@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -67,13 +68,17 @@ def main(argv: list[str] | None = None) -> int:
     aggregator.PROBE_CLASSES["rt700emu"] = ThisBoard
     from pyocd.__main__ import PyOCDTool
 
+    # The board ends the server with SIGTERM: unwind, so the closing line below is still written.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(0))
     try:
         return PyOCDTool().run(["server", "--port", str(args.port), "--uid", args.uid, "--local-only",
                                 "--no-wait"]) or 0
     finally:
         scs.core.halt()
         console.close()
-        print(json.dumps({"instructions": scs.core.executed, "skipped": scs.core.skipped}), flush=True)
+        print(json.dumps({"instructions": scs.core.executed, "skipped": scs.core.skipped,
+                          "breakpoint_hits": scs.core.breakpoint_hits, "resets": scs.resets,
+                          "refused_flash_breakpoints": probe.refused_breakpoints}), flush=True)
 
 
 if __name__ == "__main__":
