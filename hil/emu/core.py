@@ -86,6 +86,7 @@ class M33Core:
         self._bad_access: tuple[int, int] | None = None  # (uc access type, address) of the last invalid access
         self.skipped: dict[str, int] = {}
         self._skips: dict[int, str] = {}
+        self.skip_effects: dict[str, Callable[[], None]] = {}  # what a skipped function did that software sees
         self._breakpoints: dict[int, int] = {}  # address -> unicorn hook handle
         self.breakpoint_hits = {"fpb": 0, "bkpt": 0}  # halts at an FPB comparator, at a BKPT instruction
         self._resume_over: int | None = None
@@ -221,6 +222,7 @@ class M33Core:
         self.skipped[name] = self.skipped.get(name, 0) + 1
         self.executed -= self._not_done(address)
         self._block = ()
+        self.skip_effects.get(name, lambda: None)()
         uc.reg_write(arm.UC_ARM_REG_R0, 0)
         uc.reg_write(arm.UC_ARM_REG_PC, uc.reg_read(arm.UC_ARM_REG_LR) | 1)
 

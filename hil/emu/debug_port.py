@@ -86,6 +86,12 @@ class SystemControlSpace:
         self._cyccnt_base = 0  # CYCCNT = (base + instructions since `_cyccnt_at`) while enabled
         self._cyccnt_at = 0
         self.resets = 0
+        # neutronInit's one effect the image can see: it unlocks the DWT and sets CYCCNT to 0 (libNeutronFirmware.a's
+        # neutronPrivateFwInit writes 0xC5ACCE55 and 0xE0001000 words), so the skipped call keeps it.
+        core.skip_effects["neutronInit"] = self._counter_restarted
+
+    def _counter_restarted(self) -> None:
+        self._cyccnt_base, self._cyccnt_at = 0, self.core.executed
 
     # -- halting ---------------------------------------------------------------------------
 
