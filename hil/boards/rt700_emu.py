@@ -11,13 +11,14 @@ The server lives as long as the board object and is ended by `close()`.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from hil.boards.rt700 import Rt700Board
-from hil.base.errors import TargetError
+from hil.base.errors import EnvironmentFault, TargetError
 from hil.probe.pyocd_flash import ProbeSettings
 from hil.target.ports import LOOPBACK, free_tcp_port, wait_for_listen
 from hil.target.process import ManagedProcess
@@ -59,6 +60,9 @@ class Rt700EmuBoard(Rt700Board):
         super()._take_probe()
 
     def _start_emulator(self) -> None:
+        if importlib.util.find_spec("unicorn") is None:
+            raise EnvironmentFault(f"board '{self.cfg.name}' needs the unicorn package (the emulated Cortex-M33), "
+                                   "which is not installed: pip install 'et-hil[emu]' (unicorn~=2.1.4)")
         port, console = free_tcp_port(), free_tcp_port()
         uid = f"rt700-emu-{port}"
         argv = [sys.executable, "-m", "hil.emu.server", "--port", str(port), "--console-port", str(console),
