@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 SDK_DIR = os.environ.get("RT700_SDK_DIR", "")
 MODEL = "tests/fixtures/small_cnn.py:factory"
 ITERATIONS = 3
+RUN_TIMEOUT_S = 120  # the run takes seconds; a broken road fails in two minutes, not the board file's ten
 
 pytestmark = pytest.mark.skipif(
     not SDK_DIR or not Path(SDK_DIR, "workspace.env").is_file(),
@@ -52,7 +53,8 @@ def image(tmp_path_factory) -> Path:
 def run(image, tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
     out = tmp_path_factory.mktemp("rt700-emu-run") / "run"
     done = _hil("run", "--board", "rt700-emu", "--model", str(REPO / MODEL), "--delegate", "none", "--elf",
-                str(image / "hil_rt700.elf"), "--iterations", str(ITERATIONS), "--out", str(out))
+                str(image / "hil_rt700.elf"), "--iterations", str(ITERATIONS), "--timeout", str(RUN_TIMEOUT_S),
+                "--out", str(out))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return done, out
 
