@@ -90,33 +90,44 @@ class EmulatorMemory(MemoryInterface):
         return list(self._read(addr, size))
 
 
-class EmulatedProbe(DebugProbe):
-    """One emulated board per probe; its unique id names it to `pyocd server --uid`."""
+class LocalSwdProbe(DebugProbe):
+    """What pyOCD asks of any probe that is no USB device (its name, id, state, SWD only), for a subclass that
+    sets `vendor`/`product` and `_uid`; the probes of a process are handed to pyOCD by that process, not listed."""
 
-    def __init__(self, uid: str, scs: SystemControlSpace) -> None:
+    vendor, product = VENDOR, PRODUCT
+
+    def __init__(self, uid: str) -> None:
         super().__init__()
-        self._uid, self.scs, self._open, self._protocol = uid, scs, False, None
-        self._ctrl_stat = self._select = 0
-        self._csw = 0x23000052
-        self._tar = 0
-        self.refused_breakpoints = 0  # software breakpoints (BKPT #0) a debugger tried to write into the flash
-        self.memory = EmulatorMemory(scs)
+        self._uid, self._open, self._protocol = uid, False, None
 
     @classmethod
     def get_all_connected_probes(cls, unique_id: str | None = None, is_explicit: bool = False) -> list:
-        return []  # the server process hands its one probe to pyOCD itself (hil.emu.server)
+        return []
 
     @classmethod
     def get_probe_with_id(cls, unique_id: str, is_explicit: bool = False) -> None:
         return None
 
-    vendor_name = property(lambda self: VENDOR)
-    product_name = property(lambda self: PRODUCT)
+    vendor_name = property(lambda self: self.vendor)
+    product_name = property(lambda self: self.product)
     unique_id = property(lambda self: self._uid)
     is_open = property(lambda self: self._open)
     wire_protocol = property(lambda self: self._protocol)
     supported_wire_protocols = property(lambda self: [DebugProbe.Protocol.DEFAULT, DebugProbe.Protocol.SWD])
     capabilities = property(lambda self: set())
+
+
+class EmulatedProbe(LocalSwdProbe):
+    """One emulated board per probe; its unique id names it to `pyocd server --uid` (hil.emu.server)."""
+
+    def __init__(self, uid: str, scs: SystemControlSpace) -> None:
+        super().__init__(uid)
+        self.scs = scs
+        self._ctrl_stat = self._select = 0
+        self._csw = 0x23000052
+        self._tar = 0
+        self.refused_breakpoints = 0  # software breakpoints (BKPT #0) a debugger tried to write into the flash
+        self.memory = EmulatorMemory(scs)
 
     def open(self) -> None:
         self._open = True
