@@ -25,7 +25,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("records", ("hil.records",)),
     # Board files, options, capabilities and the user's inputs.
     ("configuration", ("hil.config",)),
-    ("target I/O", ("hil.target", "hil.probe")),
+    # The emulated RT700 (hil.emu) is a target behind a pyOCD probe, beside the probe code that drives it.
+    ("target I/O", ("hil.target", "hil.probe", "hil.emu")),
     ("analysis", ("hil.analysis",)),
     ("models and images", ("hil.aot", "hil.numerics", "hil.replay", "hil.drift")),
     ("boards", ("hil.boards", "hil.lab")),

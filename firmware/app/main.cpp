@@ -177,6 +177,9 @@ int main(void) {
     hil_printf(HIL_MSG_PROGRAM_FAILED);
     return 1;
   }
+  // The RT700's neutronInit (neutronPrivateFwInit) sets DWT CYCCNT to 0 after et_pal_init started it: the PAL's
+  // 64-bit extension would read that as a wrap. Restart the counter and its extension together, before any event.
+  et_pal_init();
   BufferDataLoader loader(model_pte, model_pte_len);
   Result<Program> program = Program::load(&loader);
   if (!program.ok()) {

@@ -78,8 +78,12 @@ def board_time_scale(board_kind: str, clock_mhz: float, *, neutron: bool, npu_cl
 
     A QEMU board replays the host runtime's nanoseconds for a program without a Neutron delegate and
     a simulated tick buffer for one with it; an RT700 always writes ticks at its clock. So a board
-    file's clock applies only to tick-based dumps.
+    file's clock applies only to tick-based dumps. The emulated RT700's ticks are instructions executed, shown
+    at the board file's rate: they never follow the console's clock line (the skipped clock tree makes it say
+    64 MHz, which is no rate of the counter).
     """
     if board_kind == "qemu" and not neutron:
         return TimeScale.nanoseconds()
+    if board_kind == "rt700-emu":
+        return TimeScale(float(clock_mhz))
     return TimeScale.core_cycles(clock_mhz, npu_clock_mhz)

@@ -10,7 +10,7 @@ from hil.config.board_config import BoardConfig
 from hil.base.errors import BoardConfigError
 from hil.base.progress import Progress
 
-KINDS = ("qemu", "rt700")
+KINDS = ("qemu", "rt700", "rt700-emu")
 
 
 def open_board(cfg: BoardConfig, workdir: Path, progress: Progress | None = None, *, keeper: Any = None) -> Board:
@@ -24,6 +24,10 @@ def open_board(cfg: BoardConfig, workdir: Path, progress: Progress | None = None
         from hil.boards.qemu import QemuBoard
 
         return QemuBoard(cfg, Path(workdir), progress, keeper)
+    if cfg.kind == "rt700-emu":
+        from hil.boards.rt700_emu import Rt700EmuBoard
+
+        return Rt700EmuBoard(cfg, Path(workdir), progress)
     if cfg.kind == "rt700":
         from hil.boards.rt700 import Rt700Board
 

@@ -78,6 +78,10 @@ def _firmware(profile: Profile) -> str:
         return f" [runtime firmware on the emulated Cortex-M33; {what}]"
     if profile.firmware == "replay":
         return " [replayed ETDump]"
+    if profile.firmware == "rt700-emu":
+        skipped = ", ".join(base.get("skipped") or ()) or "none"
+        return (f" [RT700 image on the emulated Cortex-M33, no NPU; 1 us = {base.get('instructions_per_us', 0):g} "
+                f"emulated instructions; bring-up skipped: {skipped}]")
     return ""
 
 

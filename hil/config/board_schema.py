@@ -115,7 +115,7 @@ POSITIVE_S = number(above=0)
 SCHEMA: dict[str, dict[str, Setting | None] | None] = {
     "board": {
         "name": text(non_empty=True),
-        "kind": choice("qemu", "rt700"),
+        "kind": choice("qemu", "rt700", "rt700-emu"),
         # The built-in board this file changes a few keys of (hil.config.board_config: partial board files).
         "extends": text(non_empty=True),
         "description": text(),

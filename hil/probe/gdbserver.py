@@ -48,6 +48,9 @@ def gdbserver_argv(
         "--persist",  # survive GDB reconnects; the harness ends the process itself
         "--core", str(core),  # the RT700's core 0 (Cortex-M33) only: one port, no extra servers
         "-O", "semihost_console_type=console",  # no telnet server on the fixed port 4444
+        # gdb's `break` (Z0) as an FPB comparator: the image runs from XSPI flash, where a BKPT cannot be written
+        # (pyOCD reverts to hardware only where its target's memory map says flash; this does not rely on the map).
+        "-O", "soft_bkpt_as_hard=true",
         "-c", f"echo {READY_TOKEN}",  # printed to stderr (our log) once the server listens
     ]
     if pack:

@@ -90,8 +90,9 @@ class Manifest(JsonRecord):
 
 
 def is_simulated(kind: str, firmware: str | None = None) -> bool:
-    """Only a board of kind rt700 (any board file of that kind) or the QEMU runtime image runs the program."""
-    return kind != "rt700" and firmware != "runtime"
+    """Only a board of kind rt700 (any board file of that kind), the emulated RT700 (rt700-emu, which executes the
+    bench image) or the QEMU runtime image runs the program."""
+    return kind not in ("rt700", "rt700-emu") and firmware != "runtime"
 
 
 def sha256_file(path: Path) -> str:

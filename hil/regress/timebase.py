@@ -10,6 +10,8 @@ Every figure is shown in microseconds, but where the microseconds come from diff
 - `simulated-ticks`: the QEMU replay image handing out the simulated Neutron buffer: the cost model's
   ticks at the board file's CPU and NPU clocks;
 - `board-cycles`: an RT700 (board kind rt700) counting its core clock's cycles;
+- `rt700-emu-instructions`: the RT700 bench image on the emulated Cortex-M33 (board kind rt700-emu), its DWT
+  CYCCNT counting instructions executed, read at the board file's clock;
 - `user-image-ticks`: a firmware image of the user's on QEMU, its ticks read at the board file's clock;
 - `unknown`: a run that does not say (a history row or baseline written before time bases were kept,
   with too little to tell): it never matches anything, itself included.
@@ -31,8 +33,9 @@ from typing import Any
 from hil.records.profile_model import Profile
 from hil.records.manifest import Manifest
 
-KINDS = (RUNTIME_INSTRUCTIONS, REPLAY_HOST_NS, SIMULATED_TICKS, BOARD_CYCLES, USER_IMAGE_TICKS, UNKNOWN) = (
-    "runtime-instructions", "replay-host-ns", "simulated-ticks", "board-cycles", "user-image-ticks", "unknown")
+KINDS = (RUNTIME_INSTRUCTIONS, REPLAY_HOST_NS, SIMULATED_TICKS, BOARD_CYCLES, USER_IMAGE_TICKS, EMULATED_RT700,
+         UNKNOWN) = ("runtime-instructions", "replay-host-ns", "simulated-ticks", "board-cycles", "user-image-ticks",
+                     "rt700-emu-instructions", "unknown")
 
 _WORDS = {
     RUNTIME_INSTRUCTIONS: "emulated instructions of the QEMU runtime image",
@@ -40,6 +43,7 @@ _WORDS = {
     SIMULATED_TICKS: "simulated Neutron cost-model ticks replayed by the QEMU replay image",
     BOARD_CYCLES: "the RT700's cycle counter",
     USER_IMAGE_TICKS: "ticks of a user's firmware image on QEMU",
+    EMULATED_RT700: "instructions of the RT700 image on the emulated Cortex-M33 (board kind rt700-emu)",
 }
 # The parameters of a key, in the order they are written, and how they are said.
 _PARAMETERS = (("shift", "-icount shift"), ("cpu", "CPU clock"), ("npu", "NPU clock"))
@@ -131,6 +135,8 @@ def time_base_of(profile: Profile, manifest: Manifest | None = None) -> TimeBase
         return TimeBase(SIMULATED_TICKS, _clocks(scale, True))
     if manifest.board_kind == "rt700":
         return TimeBase(BOARD_CYCLES, _clocks(scale, delegated))
+    if firmware == "rt700-emu" or manifest.board_kind == "rt700-emu":
+        return TimeBase(EMULATED_RT700, _clocks(scale, False))
     if firmware == "user" and manifest.board_kind == "qemu":
         return TimeBase(USER_IMAGE_TICKS, _clocks(scale, delegated))
     if firmware is None and profile.simulated and _host_ns(scale):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hil.base import log
-from hil.analysis.profile import TimeScale
+from hil.analysis.profile import TimeScale, board_time_scale
 from hil.aot.export import CompiledModel
 from hil.firmware.elf_model import check_image_carries, qemu_image_kind
 from hil.firmware.qemu_firmware import (RUNTIME_TICK_MHZ, check_elf_kind, choose_qemu_firmware,
@@ -130,7 +130,8 @@ def _users_image(request: RunRequest, checked: CheckedRequest) -> PreparedImage:
     assert elf is not None
     if cfg.kind != "qemu":
         check_image_carries(elf, pte, board=cfg.name)
-        return PreparedImage(elf, TimeScale.core_cycles(cfg.clock_mhz), transport=_transport(request, checked))
+        return PreparedImage(elf, board_time_scale(cfg.kind, cfg.clock_mhz, neutron=checked.delegate != "none"),
+                             transport=_transport(request, checked))
     kind = qemu_image_kind(elf, pte, board=cfg.name)
     check_elf_kind(cfg, elf, kind, request.required_firmware)
     if kind == "runtime":

@@ -201,6 +201,11 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
             from hil.firmware.qemu_firmware import annotations
 
             provenance["annotations"] = annotations(request.board, prepared.firmware, simulation)
+        elif request.board.kind == "rt700-emu":
+            from hil.boards.rt700_emu import time_base as emulated_time_base
+
+            provenance["annotations"] = {"firmware": "rt700-emu",
+                                         "time_base": emulated_time_base(request.board.clock_mhz)}
         profile = finish_profile(built, warmup=request.warmup, delegate=delegate, **sections,
                                  quantization=provenance.get("quantization"),
                                  **({"cpu_fallback_reasons": compiled.extra["cpu_reasons"]}

@@ -132,6 +132,9 @@ def check_request(request: RunRequest, report: Callable[[str], None] | None = No
     if request.delegate is not None and request.delegate not in (*available_delegates(), "auto"):
         raise InputError(f"unknown delegate '{request.delegate}'; available: {', '.join(available_delegates())}, auto")
     delegate = choose_delegate(request, report, board.delegate)
+    if cfg.kind == "rt700-emu" and delegate != "none":
+        raise InputError(f"board '{cfg.name}' has no NPU (an emulated Cortex-M33): delegate '{delegate}' is refused "
+                         "before anything is built or flashed; run it CPU-only (--delegate none) or on --board rt700")
     if request.inputs_file is not None and not request.numerics:  # else the file was silently ignored
         raise InputError(f"--inputs {request.inputs_file} with --no-numerics: the inputs are written by the numerics"
                          " check, so the file would be ignored (the image keeps its fill byte); drop one of the two"
@@ -200,7 +203,7 @@ def firmware_elf(cfg: BoardConfig, model: str, delegate: str, text: str) -> Path
             return None
         raise BoardConfigError(f"board '{cfg.name}' ({cfg.source}): missing setting 'firmware.elf' (or pass --hil-elf)")
     elf = Path(text.format(model=model, delegate=delegate)).expanduser()
-    if not elf.is_file() and cfg.kind == "rt700":
+    if not elf.is_file() and cfg.kind in ("rt700", "rt700-emu"):
         from hil.base.commands import rt700_image
 
         raise BoardConfigError(f"board '{cfg.name}': firmware image {elf} not found; build it with "

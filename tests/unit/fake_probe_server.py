@@ -21,6 +21,8 @@ from typing import Any
 
 from pyocd.probe.debug_probe import DebugProbe
 
+from hil.emu.probe import LocalSwdProbe
+
 VENDOR, PRODUCT = "NXP", "MCU-LINK CMSIS-DAP (fake)"
 
 DPIDR = 0x2BA01477  # ADIv5 SW-DP v1 (Cortex-M3/M4)
@@ -170,31 +172,17 @@ class FakeTarget:
         return runs
 
 
-class FakeDebugProbe(DebugProbe):
+class FakeDebugProbe(LocalSwdProbe):
+    vendor, product = VENDOR, PRODUCT
+
     def __init__(self, uid: str, log: Path) -> None:
-        super().__init__()
-        self._uid, self._log, self._open, self._protocol = uid, log, False, None
+        super().__init__(uid)
+        self._log = log
         self.target = FakeTarget()
 
     def _note(self, *what: object) -> None:
         with open(self._log, "a", encoding="utf-8") as log:
             log.write(" ".join(map(str, what)) + "\n")
-
-    @classmethod
-    def get_all_connected_probes(cls, unique_id=None, is_explicit=False):  # pragma: no cover - not used
-        return []
-
-    @classmethod
-    def get_probe_with_id(cls, unique_id, is_explicit=False):  # pragma: no cover - not used
-        return None
-
-    vendor_name = property(lambda self: VENDOR)
-    product_name = property(lambda self: PRODUCT)
-    unique_id = property(lambda self: self._uid)
-    is_open = property(lambda self: self._open)
-    wire_protocol = property(lambda self: self._protocol)
-    supported_wire_protocols = property(lambda self: [DebugProbe.Protocol.DEFAULT, DebugProbe.Protocol.SWD])
-    capabilities = property(lambda self: set())
 
     def open(self) -> None:
         self._note("open")

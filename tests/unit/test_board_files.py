@@ -57,9 +57,9 @@ def test_a_partial_file_that_names_no_built_in_board_is_refused_saying_how_to_ex
         load_board_config(path=own)
     said = str(failure.value)
     assert said.startswith(f"board file {own}: [board].kind is missing")
-    assert 'extends = "NAME"' in said and "qemu, rt700" in said
+    assert 'extends = "NAME"' in said and "qemu, rt700, rt700-emu" in said
     own.write_text('[board]\nextends = "qemu2"\n')
-    with pytest.raises(BoardConfigError, match=r"\[board\].extends = 'qemu2' names no built-in board \(built-in boards: qemu, rt700\)"):
+    with pytest.raises(BoardConfigError, match=r"\[board\].extends = 'qemu2' names no built-in board \(built-in boards: qemu, rt700, rt700-emu\)"):
         load_board_config(path=own)
 
 

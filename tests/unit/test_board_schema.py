@@ -36,7 +36,7 @@ def _board(tmp_path: Path, old: str, new: str, name: str = "board.toml") -> Path
     ("timeout_s = 120", "timeout_s = 0", r"\[debug\]\.timeout_s must be a number > 0, not 0"),
     ("clock_mhz = 324", "clock_mhz = -1", r"\[board\]\.clock_mhz must be a number > 0, not -1"),
     ("clock_mhz = 324", "clock_mhz = true", r"\[board\]\.clock_mhz must be a number > 0, not True"),
-    ('kind = "qemu"', 'kind = "qemo"', r"\[board\]\.kind must be one of 'qemu', 'rt700', not 'qemo'"),
+    ('kind = "qemu"', 'kind = "qemo"', r"\[board\]\.kind must be one of 'qemu', 'rt700', 'rt700-emu', not 'qemo'"),
     ("ram = [[0x10000000, 0x400000], [0x38000000, 0x400000]]", "ram = [[0x10000000]]",
      r"\[memory\]\.ram must be a list of \[start, size\] pairs"),
     ("jitter = 0.01", "jitter = 2", r"\[simulation\]\.jitter must be a number >= 0 and < 1, not 2"),
