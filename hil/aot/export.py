@@ -51,7 +51,7 @@ VERSIONED_PACKAGES = ("torch", "executorch", "et-hil")
 _AOT_DIR = Path(__file__).resolve().parent
 _PIPELINE_FILES = tuple(_AOT_DIR / name for name in ("export.py", "models.py", "cache.py", "cifarnet.py",
                                                       "entries.py", "reads.py", "follow.py",
-                                                      "references.py"))
+                                                      "native_trace.py", "references.py"))
 
 
 @dataclass(frozen=True)
