@@ -9,7 +9,7 @@ PYTHON_BOOT ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi gdb-multiarch ser2net \
-  cmake ninja-build git chromium
+  cmake ninja-build git chromium strace
 # pyproject.toml states ranges; constraints.txt holds the exact versions this venv installs and CI tests with.
 CONSTRAINTS := constraints.txt
 # The venv is rebuilt only when the project's ranges or its pins change.
@@ -46,7 +46,7 @@ $(VENV_STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	@echo "installing the pinned Python packages of $(CONSTRAINTS) into $(VENV) (torch==2.13.0 CPU, executorch==1.5.1, ...)"
 	@$(PY) -m pip install -q --disable-pip-version-check -c $(CONSTRAINTS) -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
-	@$(PY) -c "import torch, executorch, pyocd, serial, pygdbmi, pytest_embedded, xmlschema, hypothesis, xdist, prometheus_client; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+	@$(PY) -c "import torch, executorch, pyocd, serial, pygdbmi, pytest_embedded, xmlschema, hypothesis, xdist, prometheus_client, safetensors; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	@rm -f $(VENV)/.et-hil-*; touch $@
 
 lab-venv: $(LAB_STAMP)
