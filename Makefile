@@ -75,10 +75,11 @@ test: setup sources firmware-check
 # The inner loop: every unit test and the system tests that build no firmware image and boot no QEMU, picked by
 # `--durations` (CONTRIBUTING.md, "make check"), on the same two workers. No source workspace needed; `make test`
 # stays the whole suite.
-# CHECK_SLOW: the three unit test files that take a third of the unit tests' time (a 57 s property round of
-# profile mutants, model exports in child processes, firmware builds), left to `make test`.
+# CHECK_SLOW: the unit test files that take a third of the unit tests' time (a 57 s property round of
+# profile mutants, model exports in child processes (two files), firmware builds), left to `make test`.
 CHECK_SYSTEM ?= tests/system/test_plugin_manners.py
-CHECK_SLOW ?= tests/unit/test_readers_property.py tests/unit/test_export_reads.py tests/unit/test_firmware_check.py
+CHECK_SLOW ?= tests/unit/test_readers_property.py tests/unit/test_export_reads.py tests/unit/test_firmware_check.py \
+  tests/unit/test_native_reads.py
 check: setup
 	$(PY) -m pytest -q -p no:cacheprovider --board qemu -n $(TEST_JOBS) --dist loadgroup --durations=10 \
 	  $(foreach slow,$(CHECK_SLOW),--ignore=$(slow)) tests/unit $(CHECK_SYSTEM) $(TEST_ARGS)

@@ -422,7 +422,7 @@ def test_the_readmes_first_test_from_the_wheel_computes_numerics_and_follows_ret
                               capture_output=True, text=True, timeout=900, env=_clean_env())
         assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
         assert "1 passed" in done.stdout and "outputs not computed" not in done.stdout
-        (folder,) = [p.parent for p in (project / "hil-artifacts").glob("*/*/profile.json")
+        (folder,) = [p.parent for p in (project / "hil-artifacts").rglob("profile.json")
                      if p.parent not in [r[0] for r in runs]]
         manifest = json.loads((folder / "manifest.json").read_text())
         pte = (folder / "model.pte").read_bytes()
