@@ -17,6 +17,7 @@ here. When strace is missing or cannot trace, `NativeTraceError` says why: the c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -135,7 +136,8 @@ class Window:
     def close(self) -> None:
         if self._strace is not None and self._strace.poll() is None:
             self._strace.kill()
-            self._strace.wait(timeout=ATTACH_TIMEOUT_S)
+            with contextlib.suppress(subprocess.TimeoutExpired):  # a strace that ignores SIGKILL is the kernel's
+                self._strace.wait(timeout=ATTACH_TIMEOUT_S)
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
