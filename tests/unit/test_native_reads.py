@@ -162,3 +162,19 @@ def test_without_strace_nothing_is_cached_and_the_manifest_says_why(tmp_path):
         assert flags == "False False"
         assert reason == ("reads by native code cannot be followed: strace is not installed (make setup installs it):"
                           " not cached")
+
+
+def test_references_for_other_inputs_are_never_those_of_weights_retrained_after_the_lookup(tmp_path):
+    """A run with its own inputs computes their references in a child that loads the model again: weights retrained
+    since the entry was served must not give references of the new model stored beside the old program."""
+    from hil.base.errors import ModelError
+
+    spec, weights_file = project(tmp_path, "safetensors")
+    save("safetensors", weights_file, trained(1))
+    entry = export_isolated(spec, cache=tmp_path / "cache")
+    save("safetensors", weights_file, trained(2))  # retrained between the lookup and the references
+    other = (torch.full((1, IN), 0.25),)
+    with pytest.raises(ModelError, match=rf"file {weights_file} changed since the program in .* was exported"):
+        references.references_for(spec, entry.pte_path.parent, entry.pte_path, other, "none", timeout_s=300,
+                                  log_path=tmp_path / "refs.log")
+    assert references.load(entry.pte_path.parent, references.inputs_digest(other)) is None  # nothing stored
