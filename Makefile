@@ -9,7 +9,7 @@ PYTHON_BOOT ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi gdb-multiarch ser2net \
-  cmake ninja-build git chromium
+  cmake ninja-build git chromium strace
 # pyproject.toml states ranges; constraints.txt holds the exact versions this venv installs and CI tests with.
 CONSTRAINTS := constraints.txt
 # The venv is rebuilt only when the project's ranges or its pins change.
@@ -46,7 +46,7 @@ $(VENV_STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	@echo "installing the pinned Python packages of $(CONSTRAINTS) into $(VENV) (torch==2.13.0 CPU, executorch==1.5.1, ...)"
 	@$(PY) -m pip install -q --disable-pip-version-check -c $(CONSTRAINTS) -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
-	@$(PY) -c "import torch, executorch, pyocd, serial, pygdbmi, pytest_embedded, xmlschema, hypothesis, xdist, prometheus_client; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+	@$(PY) -c "import torch, executorch, pyocd, serial, pygdbmi, pytest_embedded, xmlschema, hypothesis, xdist, prometheus_client, safetensors; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	@rm -f $(VENV)/.et-hil-*; touch $@
 
 lab-venv: $(LAB_STAMP)
@@ -76,10 +76,11 @@ test: setup sources firmware-check
 # `--durations` (CONTRIBUTING.md, "make check"), on the same two workers. No source workspace needed; `make test`
 # stays the whole suite.
 # CHECK_SLOW: the unit test files that take a third of the unit tests' time (a 57 s property round of
-# profile mutants, model exports in child processes, firmware builds, the 85 s round of figures verified), left to `make test`.
+# profile mutants, model exports in child processes (two files), firmware builds, the 85 s round of figures verified),
+# left to `make test`.
 CHECK_SYSTEM ?= tests/system/test_plugin_manners.py
 CHECK_SLOW ?= tests/unit/test_readers_property.py tests/unit/test_export_reads.py tests/unit/test_firmware_check.py \
-              tests/unit/test_figures_round.py
+              tests/unit/test_figures_round.py tests/unit/test_native_reads.py
 check: setup
 	$(PY) -m pytest -q -p no:cacheprovider --board qemu -n $(TEST_JOBS) --dist loadgroup --durations=10 \
 	  $(foreach slow,$(CHECK_SLOW),--ignore=$(slow)) tests/unit $(CHECK_SYSTEM) $(TEST_ARGS)

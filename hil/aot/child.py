@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from hil.aot import native_trace
 from hil.aot.models import resolve_spec
 from hil.base import atomic
 from hil.base.errors import HilError, ModelError, TimeoutExpired
@@ -41,19 +42,24 @@ def where(spec: str) -> str:
 
 
 def run_in_child(entry: str, job: Mapping[str, Any], *, spec: str, what: str, label: str, timeout_s: float,
-                 log: Path, scratch: Path) -> dict[str, Any]:
+                 log: Path, scratch: Path, trace_opens: bool = False) -> dict[str, Any]:
     """Run `entry` ("module:function", called with the job's JSON) in a child ended after `timeout_s` s
     (its start included); return the outcome it reported (`ok` true). A ModelError naming `what` ("the
     export") and the model file when it failed, ended without a result or ran past the deadline.
 
-    `scratch` holds the result file; `log` gets the child's stdout and stderr, appended."""
+    `scratch` holds the result file; `log` gets the child's stdout and stderr, appended. With `trace_opens` the
+    child runs under strace, so its recording follows reads by native code too (hil.aot.native_trace)."""
     module, function = entry.split(":")
     result = Path(scratch) / "result.json"
     argv = [sys.executable, "-P", "-c", f"import sys; sys.path.insert(0, sys.argv[1]); from {module} import "
             f"{function}; {function}(sys.argv[2])", _ROOT, json.dumps({**job, "result": str(result)})]
+    env = {native_trace.TRACE_ENV: ""}  # never a trace inherited from this process's own parent
+    if trace_opens:
+        argv, given = native_trace.traced_argv(argv, Path(scratch) / "opens.trace")
+        env.update(given)
     model = where(spec)
     begin = time.monotonic()  # the deadline covers the start too
-    child = ManagedProcess(argv, label, log).start(timeout=min(START_TIMEOUT_S, timeout_s))
+    child = ManagedProcess(argv, label, log, env).start(timeout=min(START_TIMEOUT_S, timeout_s))
     try:
         status = child.wait(max(0.0, timeout_s - (time.monotonic() - begin)))
     except TimeoutExpired:

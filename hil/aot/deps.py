@@ -122,16 +122,34 @@ def _module_package(path: Path, root: Path) -> str | None:
     return ".".join(parts[:-1]) or None
 
 
+def package_root(model_file: Path) -> tuple[Path, str | None]:
+    """(the folder a model file is imported from, its package's dotted name or None).
+
+    A model file in a folder without `__init__.py` is a top-level module imported from its own folder. One inside
+    a package (`models/__init__.py` beside `models/net.py`) is the module `models.net`, imported from the project
+    root: the folder above the topmost package, as `python -m models.net` run there would. So both
+    `from models.layers import Block` and `from .layers import Block` work, as in the user's own code.
+    """
+    folder = Path(model_file).resolve().parent
+    parts: list[str] = []
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return folder, ".".join(parts) or None
+
+
 def local_imports(model_file: Path) -> list[Path]:
     """Every local module `model_file` imports, directly or through other local modules, sorted.
 
-    Searched as the harness imports a model: its own folder first, then sys.path.
+    Searched as the harness imports a model (hil.aot.models): from its package root (`package_root`) first,
+    then sys.path; relative imports resolved against the model's own package.
     """
     model_file = Path(model_file).resolve()
-    search = [model_file.parent] + [Path(entry or ".").resolve() for entry in sys.path]
+    root, package = package_root(model_file)
+    search = [root] + [Path(entry or ".").resolve() for entry in sys.path]
     search = [entry for entry in dict.fromkeys(search) if entry.is_dir()]
     seen: set[Path] = {model_file}
-    pending: list[tuple[Path, str | None]] = [(model_file, None)]
+    pending: list[tuple[Path, str | None]] = [(model_file, package)]
     while pending:
         path, package = pending.pop()
         tree = _parse(path)

@@ -22,8 +22,11 @@ versions instead; files of the installation and /dev/null are ignored, and a
 `__pycache__/*.pyc` counts as its source file. An audit hook cannot be removed, so it is
 installed once and does nothing outside a recording.
 
-Not seen: files opened by native code without Python's `open` (safetensors' `load_file`,
-`torch.jit.load` of a path): list such files in `HIL_DATA_FILES`.
+Files opened by native code without Python's `open` (safetensors' `load_file`, `torch.jit.load` of a path,
+`ctypes` into libc) are followed at the system-call level (hil.aot.native_trace) and added the same way, when
+no Python `open` of the window named them (those were judged above) and they lie outside the system's folders,
+the installation and et-hil; files the window wrote are its products, not reads. Where native reads cannot be
+followed (no strace), the export is not cached and says so.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from hil.aot import native_trace
 from hil.aot import reads as r
 from hil.aot.deps import is_installed
 from hil.base.paths import PACKAGE_DIR
@@ -94,6 +98,7 @@ class _Recording:
         self.env_names: str | None = None
         self.cwd: str | None = None
         self.unfollowed: list[str] = []
+        self.python_seen: set[str] = set()  # every path a Python open or listing of the window named
         self.lock = threading.Lock()
 
     def result(self) -> r.Reads:
@@ -188,6 +193,9 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     rec = _active
     if rec is None or (event != "open" and event not in _LISTINGS and event not in UNFOLLOWABLE):
         return
+    if event == "open" or event in _LISTINGS:  # judged here, whatever the verdict: the native trace leaves it alone
+        with contextlib.suppress(TypeError, ValueError):
+            rec.python_seen.add(os.path.abspath(os.fsdecode(os.fspath(args[0] if args[0] is not None else "."))))
     with _busy() as free:
         if not free or not _on_behalf_of_model(rec):
             return
@@ -314,10 +322,66 @@ def recording(model_file: Path | None, *, ignore: tuple[Path, ...] = ()) -> Iter
         env.__class__ = _RecordingEnviron
     os.stat = _recording_stat
     _active = rec
+    window = _native_window(rec) if model_file is not None else None
     try:
         yield rec
+        opens = _native_opens(rec, window)
     finally:
         _active = None
         os.stat = _real_stat
         for env, cls in environs:
             env.__class__ = cls
+        if window is not None:
+            window.close()
+    _record_native(rec, opens)
+
+
+def _native_window(rec: _Recording) -> native_trace.Window | None:
+    window = native_trace.Window()
+    try:
+        window.start()
+    except native_trace.NativeTraceError as exc:
+        rec.unfollowed.append(f"reads by native code cannot be followed: {exc}")
+        return None
+    return window
+
+
+def _native_opens(rec: _Recording, window: native_trace.Window | None) -> list[native_trace.NativeOpen]:
+    if window is None:
+        return []
+    try:
+        return window.stop()
+    except native_trace.NativeTraceError as exc:
+        rec.unfollowed.append(f"reads by native code cannot be followed: {exc}")
+        return []
+
+
+# The system's own folders: its libraries (the dynamic loader's searches), its configuration, kernel interfaces.
+_SYSTEM = tuple(os.path.join(folder, "") for folder in ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin",
+                                                         "/sbin", "/etc", "/proc", "/sys", "/dev", "/run"))
+
+
+def _record_native(rec: _Recording, opens: list[native_trace.NativeOpen]) -> None:
+    """Add the window's opens made by native code: those no Python open named, of files the window did not
+    write itself, outside the system's folders (and, as for Python's reads, the installation and et-hil)."""
+    produced: set[str] = set()
+    seen: set[str] | None = None
+    for opened in opens:
+        path = opened.path
+        if not os.path.isabs(path) or path.startswith(_SYSTEM) or path in produced or "O_PATH" in opened.flags:
+            continue
+        if opened.writes:
+            produced.add(path)
+            continue
+        if seen is None:
+            seen = rec.python_seen | {os.path.realpath(p) for p in rec.python_seen}
+        key = None if path in seen else rec.key(path)
+        if key is None or key in rec.files or key in rec.folders:
+            continue
+        where = r.where(key, _dir(rec))
+        if "O_DIRECTORY" in opened.flags:
+            rec.folders[key] = r.folder_state(where)
+            continue
+        rec.files[key] = r.file_state(where)
+        if rec.files[key] == r.SPECIAL:
+            rec.unfollowed.append(f"the model's native code read {path}, not a regular file")

@@ -54,7 +54,7 @@ def export_isolated(spec: str, *, delegate: str = "none", options: Mapping[str, 
                "cache": None if cache is None else str(cache)}
         outcome = run_in_child("hil.aot.isolated:child_main", job, spec=spec, what=WHAT,
                                label=f"export of {resolve_spec(spec).name}", timeout_s=timeout_s, log=log,
-                               scratch=Path(scratch))
+                               scratch=Path(scratch), trace_opens=True)
     made = Path(str(outcome.get("entry") or ""))
     entry = export.entry_at(made) if outcome.get("entry") else None
     if entry is None:

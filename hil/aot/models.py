@@ -17,11 +17,12 @@ import importlib
 import importlib.util
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from hil.aot.deps import declared_data_files, local_imports
+from hil.aot.deps import declared_data_files, local_imports, package_root
 from hil.base.errors import ModelError, ModelSpecError
 
 if TYPE_CHECKING:
@@ -171,9 +172,25 @@ def _build_builtin(name: str) -> tuple["nn.Module", tuple["torch.Tensor", ...]]:
     return module, inputs
 
 
+@contextlib.contextmanager
+def _importable(folder: Path) -> Iterator[None]:
+    """`folder` first on sys.path while the model file runs (its top level, and its factory's late imports)."""
+    sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(str(folder))
+
+
 def _import_file(path: Path) -> Any:
-    """Execute a user's model file as a fresh module; its folder is importable meanwhile, so the
-    file may import its siblings."""
+    """Execute a user's model file as a fresh module, as the user's own code would import it (the docs'
+    "How a model file is imported"): a file in a package as `package.module` from the project root
+    (hil.aot.deps.package_root: the folder above the topmost package), so absolute and relative imports of
+    its siblings work; any other file as a top-level module of its own folder. Call inside `_importable(root)`."""
+    root, package = package_root(path)
+    if package is not None:
+        return _import_in_package(path, root, package)
     digest = hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:12]
     mod_name = f"hil_user_model_{_safe_name(path.stem).replace('.', '_')}_{digest}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
@@ -182,15 +199,30 @@ def _import_file(path: Path) -> Any:
     module = importlib.util.module_from_spec(spec)
     # Registered like a normal import: dataclasses and typing in the user's file look it up there.
     sys.modules[mod_name] = module
-    sys.path.insert(0, str(path.parent))
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # any failure inside user code is the user's file at fault
         sys.modules.pop(mod_name, None)
         raise ModelError(f"importing model file {path} failed: {type(exc).__name__}: {exc}") from exc
-    finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(str(path.parent))
+    return module
+
+
+def _import_in_package(path: Path, root: Path, package: str) -> Any:
+    """`package.module` imported afresh: the package's modules already loaded (an earlier export in this process,
+    maybe of files edited since) are dropped first, so what runs is what the cache key hashed."""
+    name = package if path.stem == "__init__" else f"{package}.{path.stem}"
+    top = package.split(".")[0]
+    for loaded in [m for m in sys.modules if m == top or m.startswith(f"{top}.")]:
+        del sys.modules[loaded]
+    importlib.invalidate_caches()
+    try:
+        module = importlib.import_module(name)
+    except Exception as exc:  # any failure inside user code is the user's file at fault
+        raise ModelError(f"importing model file {path} as {name} (from {root}) failed: {type(exc).__name__}: {exc}"
+                         ) from exc
+    if Path(getattr(module, "__file__", "") or "").resolve() != path:
+        raise ModelError(f"model file {path}: importing {name} from {root} found {getattr(module, '__file__', None)}"
+                         f" instead (another '{top}' earlier on sys.path?)")
     return module
 
 
@@ -198,14 +230,15 @@ def _call_factory(path: Path, factory: str) -> tuple["nn.Module", tuple["torch.T
     import torch
     from torch import nn
 
-    module = _import_file(path)
-    func: Callable[[], Any] | None = getattr(module, factory, None)
-    if not callable(func):
-        raise ModelError(f"model file {path} has no callable '{factory}'")
-    try:
-        result = func()
-    except Exception as exc:
-        raise ModelError(f"{path}:{factory}() raised {type(exc).__name__}: {exc}") from exc
+    with _importable(package_root(path)[0]):
+        module = _import_file(path)
+        func: Callable[[], Any] | None = getattr(module, factory, None)
+        if not callable(func):
+            raise ModelError(f"model file {path} has no callable '{factory}'")
+        try:
+            result = func()
+        except Exception as exc:
+            raise ModelError(f"{path}:{factory}() raised {type(exc).__name__}: {exc}") from exc
     expected = (f"{path}:{factory}() must return (nn.Module, tuple of example input tensors)"
                 " or (int8 module, inputs, float nn.Module)")
     if not (isinstance(result, tuple) and len(result) in (2, 3)):

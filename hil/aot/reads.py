@@ -7,15 +7,16 @@ of a checkpoint, a JSON config: after a change the static key is the same, and t
 served. So the export records every such read (hil.aot.follow) and a lookup answers "hit" only when
 every one still gives what it gave then:
 
-* files opened for reading, by their sha256 (or "absent" when the open failed);
+* files opened for reading, by Python or by native code (hil.aot.native_trace), by their sha256 (or "absent"
+  when the open failed);
 * folders listed, by the sorted names in them;
 * paths whose existence or kind was asked (`os.path.exists`, `Path.is_file`), by that kind;
 * environment variables, by the sha256 of their value (never the value: it may be a token), or
   unset; and when the model walked the whole environment, the set of names in it;
 * the working folder, when the model opened a relative path.
 
-A read that cannot be checked again later (a socket, a download, a subprocess, a random device) is
-named in `unfollowed`; such an export is used once and never served from the cache.
+A read that cannot be checked again later (a socket, a download, a subprocess, a random device), and reads
+by native code where strace cannot follow them, are named in `unfollowed`; such an export is used once and never served from the cache.
 
 Paths below the model file's folder are kept relative to it, so a moved checkout still hits. This
 module needs no torch: a lookup re-hashes files and re-reads variables in milliseconds.

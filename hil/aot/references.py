@@ -245,9 +245,26 @@ def _references_job(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     inputs = tuple(torch.load(job["inputs"], weights_only=True))
+    _check_entry_holds(job)
     made = compute(job["spec"], Path(job["pte"]), inputs, job["delegate"], job.get("options"))
+    _check_entry_holds(job)  # what the model read may have changed while it ran
     atomic.write_bytes(Path(job["out"]), _saved(made.to_data(job["digest"])))
     return {"stored": store(Path(job["entry"]), job["digest"], made)}
+
+
+def _check_entry_holds(job: dict[str, Any]) -> None:
+    """The model loaded here must be the one the entry's program was exported from: a checkpoint retrained since
+    the lookup would give references of new weights, stored beside the old program. ModelError when it changed."""
+    from hil.aot.reads import first_change, read_reads
+
+    entry = Path(job["entry"])
+    reads = read_reads(entry)
+    if reads is None or not reads.cacheable:
+        return  # an entry made for this run alone (hil.aot.entries): nothing later to tell it from
+    change = first_change(reads, resolve_spec(job["spec"]).source_files[0].parent)
+    if change is not None:
+        raise ModelError(f"{WHAT} of {where(job['spec'])} not computed: {change} since the program in {entry} was"
+                         " exported; run again to export it afresh")
 
 
 def _saved(data: dict[str, Any]) -> bytes:

@@ -175,12 +175,24 @@ def check_lifeline(_cfg: BoardConfig | None) -> Check:
                  "apt-get install util-linux (it holds setpriv, 2.33 or later)", required=False)
 
 
+def check_strace(_cfg: BoardConfig | None) -> Check:
+    """Whether the export cache can follow reads by native code (hil.aot.native_trace): without, nothing cached."""
+    from hil.aot.native_trace import unavailable
+
+    why = unavailable()
+    if why is None:
+        return Check("strace", True, "follows the files a model's native code reads (safetensors, torch.jit.load)")
+    return Check("strace", False, f"{why}: a user's model is exported on every run, never cached",
+                 "apt-get install strace", required=False)
+
+
 def _checks_for(cfg: BoardConfig | None) -> list[tuple[str, Callable[[], Check]]]:
     """The checks that run in parallel after the pyOCD import (see check_pyocd)."""
     checks: list[tuple[str, Callable[[], Check]]] = [
         ("GDB", lambda: check_gdb(cfg)),
         ("arm-none-eabi-gcc", lambda: check_armgcc(cfg)),
         ("setpriv", lambda: check_lifeline(cfg)),
+        ("strace", lambda: check_strace(cfg)),
     ]
     if cfg is not None and cfg.kind == "qemu":
         checks.append(("QEMU", lambda: check_qemu(cfg)))

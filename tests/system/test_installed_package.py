@@ -301,3 +301,81 @@ def test_the_missing_rt700_image_is_one_line_naming_the_command_that_builds_it(v
     assert built.returncode == 3 and len(built.stderr.splitlines()) == 1, built.stderr
     assert built.stderr.startswith(f"hil rt700-image: no firmware source workspace at {tmp_path / 'no-sources'}")
     assert "`hil sources`" in built.stderr
+
+
+# The README's "A first test", with models/ a package whose model imports its sibling both ways and reads its
+# weights with safetensors (native code).
+README_LAYERS = "import torch\n\nclass Block(torch.nn.Linear):\n    pass\n"
+README_MODEL = textwrap.dedent(
+    """
+    from pathlib import Path
+    import torch
+    from safetensors.torch import load_file
+    from models.layers import Block
+    from .layers import Block as SameBlock
+
+    def factory():
+        assert Block is SameBlock
+        net = torch.nn.Sequential(Block(8, 4), torch.nn.ReLU())
+        net[0].load_state_dict(load_file(str(Path(__file__).parent / "weights.safetensors")))
+        return net.eval(), (torch.linspace(-1, 1, 8).reshape(1, 8),)
+    """
+)
+
+
+def _readme_first_test() -> str:
+    readme = (REPO / "README.md").read_text()
+    found = re.search(r"```python\n(# tests/test_perf\.py\n.*?)```", readme, re.S)
+    assert found, "the README's first test (# tests/test_perf.py) is not where this test looks"
+    return found.group(1)
+
+
+def _save_weights(path: Path, seed: int) -> "dict[str, object]":
+    import torch
+    from safetensors.torch import save_file
+
+    generator = torch.Generator().manual_seed(seed)
+    weights = {"weight": torch.randn(4, 8, generator=generator), "bias": torch.randn(4, generator=generator)}
+    save_file(weights, str(path))
+    return weights
+
+
+def test_the_readmes_first_test_from_the_wheel_computes_numerics_and_follows_retrained_weights(venv, tmp_path):
+    """The README's first test, verbatim, in a project outside the checkout: it passes on --board qemu with the
+    numerics computed (its own assertion); the model package imports its sibling both ways; retrained safetensors
+    weights make a new program whose outputs (executorch.runtime) are the new model's (torch in this test)."""
+    import hashlib
+    import secrets
+
+    import torch
+    from executorch.runtime import Runtime
+
+    project = tmp_path / "my-project"
+    (project / "tests").mkdir(parents=True)
+    (project / "models").mkdir()
+    (project / "tests" / "test_perf.py").write_text(_readme_first_test())
+    (project / "models" / "__init__.py").write_text("")
+    (project / "models" / "layers.py").write_text(README_LAYERS)
+    (project / "models" / "my_model.py").write_text(README_MODEL)
+    x = torch.linspace(-1, 1, 8).reshape(1, 8)
+    runs = []
+    first_seed = secrets.randbits(32)  # weights no earlier run put in the suite's shared export cache
+    for seed in (first_seed, first_seed + 1):
+        weights = _save_weights(project / "models" / "weights.safetensors", seed)
+        done = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--board",
+                               "qemu", "-k", "test_my_model_is_fast_enough", "tests"], cwd=project,
+                              capture_output=True, text=True, timeout=900, env=_clean_env())
+        assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+        assert "1 passed" in done.stdout and "outputs not computed" not in done.stdout
+        (folder,) = [p.parent for p in project.rglob("hil-artifacts/*/*/profile.json")]  # the same, rewritten
+        manifest = json.loads((folder / "manifest.json").read_text())
+        pte = (folder / "model.pte").read_bytes()
+        runs.append((folder, hashlib.sha256(pte).hexdigest(), manifest))
+        (out,) = Runtime.get().load_program(pte).load_method("forward").execute([x])
+        assert torch.allclose(out, torch.relu(torch.nn.functional.linear(x, weights["weight"], weights["bias"])),
+                              atol=1e-5)
+        numerics = json.loads((folder / "profile.json").read_text())["numerics"]
+        assert numerics["status"] == "computed" and numerics["vs_eager"], numerics
+    assert runs[0][1] != runs[1][1]  # a new program for the retrained weights, not the cached one
+    assert [run[2]["aot_cached"] for run in runs] == [False, False]  # the retrained weights missed
+    assert "weights.safetensors" in runs[1][2]["aot_followed"]["files"]

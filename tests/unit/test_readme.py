@@ -92,3 +92,21 @@ def test_the_readmes_demo_figures_are_those_of_the_demo_runs_own_etdump_and_cons
     assert f"console inference time: {', '.join(printed)} us" in README and len(printed) == 5
     assert "Inputs: 1 tensor(s) set by the debugger" in console  # the example inputs, not the zero fallback
     assert "seeded example inputs" in README
+
+
+def test_the_readmes_first_test_shows_computed_numerics_on_the_qemu_board():
+    """A newcomer's first `pytest --board qemu`: its model runs with a delegate whose outputs the board computes
+    (the simulated NPU's are not: "numerics: outputs not computed (simulated NPU)"). The test itself, run verbatim
+    from the wheel, is tests/system/test_installed_package.py's; this is the quick check of what it asks for."""
+    import ast
+
+    from hil.config.board_config import load_board_config
+    from hil.numerics.check import skip_reason
+
+    block = re.search(r"```python\n(# tests/test_perf\.py\n.*?)```", README, re.S)
+    assert block, "the README's first test is gone"
+    first = next(node for node in ast.walk(ast.parse(block.group(1))) if isinstance(node, ast.FunctionDef))
+    (call,) = [node for node in ast.walk(first) if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "hil_profile"]
+    given = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    delegate = given.get("delegate", load_board_config("qemu").get("aot.delegate", "none"))
+    assert skip_reason(enabled=True, firmware="runtime", delegate=delegate) is None, delegate
