@@ -52,7 +52,7 @@ VERSIONED_PACKAGES = ("torch", "executorch", "et-hil")
 _AOT_DIR = Path(__file__).resolve().parent
 _PIPELINE_FILES = tuple(_AOT_DIR / name for name in ("export.py", "models.py", "cache.py", "cifarnet.py",
                                                       "entries.py", "reads.py", "follow.py",
-                                                      "native_trace.py", "references.py", "quantize.py",
+                                                      "native_trace.py", "references.py", "references_run.py", "quantize.py",
                                                       "quantize_step.py"))
 
 

@@ -146,7 +146,6 @@ def _eval_mode(module: "nn.Module") -> "nn.Module":
     """`module` in eval mode. A module torch.export made (a user's `convert_pt2e` result) is left alone: its
     `.eval()` raises NotImplementedError, or, once torchao's `allow_exported_model_train_eval` patched it,
     returns None -- which, used as the model, failed the eager run with "'NoneType' object is not callable"."""
-    from hil.aot.quantize import is_exported_module
 
     if not is_exported_module(module):
         module.eval()
@@ -251,3 +250,11 @@ def _call_factory(path: Path, factory: str) -> tuple["nn.Module", tuple["torch.T
     if not isinstance(inputs, (tuple, list)) or not inputs or not all(isinstance(t, torch.Tensor) for t in inputs):
         raise ModelError(f"{expected}; second item is {type(inputs).__name__}: {inputs!r:.80}")
     return model, tuple(inputs), float_model
+
+
+def is_exported_module(module: "nn.Module") -> bool:
+    """True for a module torch.export made (e.g. a convert_pt2e result): its `.eval()` raises or is a no-op
+    that returns None, so the harness must leave its mode alone (it is fixed at export)."""
+    import torch
+
+    return isinstance(module, torch.fx.GraphModule) and any("val" in node.meta for node in module.graph.nodes)

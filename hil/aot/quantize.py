@@ -232,14 +232,6 @@ def load_out_variants() -> None:
     import executorch.kernels.quantized  # noqa: F401  (loads the library as it is imported)
 
 
-def is_exported_module(module: "nn.Module") -> bool:
-    """True for a module torch.export made (e.g. a convert_pt2e result): its `.eval()` raises or is a no-op
-    that returns None, so the harness must leave its mode alone (it is fixed at export)."""
-    import torch
-
-    return isinstance(module, torch.fx.GraphModule) and any("val" in node.meta for node in module.graph.nodes)
-
-
 def user_record(module: "nn.Module") -> QuantizationRecord | None:
     """The record of a model that came quantized from its factory (None for a float model): the quantizer is the
     user's, its scheme read from the graph's quantize operators."""

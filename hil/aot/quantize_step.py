@@ -53,21 +53,6 @@ def example_references(source: "ModelSource", module: "nn.Module", record: quant
                          f" on its example inputs failed: {type(exc).__name__}: {exc}") from exc
 
 
-def reference_modules(spec: str, delegate: str, options: Mapping[str, Any] | None
-                      ) -> tuple["nn.Module", "nn.Module | None"]:
-    """(the module a program's eager reference runs, the float model or None) for inputs other than the example
-    ones: the int8 module when the export quantized (made again: the same calibration data gives the same
-    observers), so a quantized program is never compared with its float model as if that were its reference."""
-    from hil.aot.export import lowering_plan
-    from hil.aot.models import load_model
-
-    source = load_model(spec)
-    if not quantize.wants_quantization(options) and delegate != "neutron":
-        return source.module, source.float_module
-    module, record = quantized_module(source, lowering_plan(delegate, source, options or {}), delegate, options or {})
-    return module, (source.module if record is not None and record.quantizer != "user" else source.float_module)
-
-
 def quantized_module(source: "ModelSource", plan: "LoweringPlan", delegate: str,
                      options: Mapping[str, Any]) -> tuple["nn.Module", quantize.QuantizationRecord | None]:
     """(the module to export, what quantized it): the plan's quantization when it has one, the model's own when

@@ -31,6 +31,7 @@ from hil.base.errors import HilError, InputError
 from hil.plugin.short_errors import pytest_runtest_makereport  # noqa: F401  (a hook of this plugin)
 from hil.plugin import exit_status
 from hil.plugin.rootdir import pytest_load_initial_conftests  # noqa: F401  (a hook of this plugin)
+from hil.plugin.et_hil_items import MARKERS, uses_et_hil  # noqa: F401  (MARKERS, uses_et_hil: hil.plugin.regress_hooks)
 from hil.plugin.neighbour_warnings import pytest_collection_modifyitems  # noqa: F401  (a hook of this plugin)
 from hil.config.options import OVERRIDES
 from hil.base.progress import Lines
@@ -50,16 +51,6 @@ RERUNS = pytest.StashKey[dict[str, Callable[[int], Path]]]()
 # The folder, under the artifacts root, of the kept QEMUs' own logs (one folder per session: _hil_qemu_keeper).
 KEPT_QEMU_FOLDER = "kept-qemu"
 # The markers et-hil registers; a test carrying one, or using a `hil_*` fixture, is an et-hil test.
-MARKERS = ("device", "hil_budget", "hil_requires")
-
-
-def uses_et_hil(item: pytest.Item) -> bool:
-    """Whether `item` asked for et-hil (a `hil_*` fixture or one of MARKERS): the plugin's hooks act on those
-    tests only, and leave a project's other tests as they would be without et-hil."""
-    names = getattr(item, "fixturenames", ())
-    return any(name.startswith("hil_") for name in names) or any(item.get_closest_marker(m) is not None for m in MARKERS)
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hil", "et-hil hardware-in-the-loop profiling")
     # `--board` is the product's own word (`pytest --board rt700`); every other option carries the

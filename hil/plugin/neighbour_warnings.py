@@ -18,6 +18,8 @@ import inspect
 
 import pytest
 
+from hil.plugin.et_hil_items import uses_et_hil
+
 # The messages pytest's `record_xml_attribute` fixture gives (`_pytest/junitxml.py`), as filters.
 NEIGHBOURS_XML_ATTRIBUTE = ("ignore:record_xml_attribute is incompatible with junit_family:pytest.PytestWarning",
                             "ignore:record_xml_attribute is an experimental feature:pytest.PytestWarning")
@@ -33,8 +35,6 @@ def asks_for_it_itself(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from hil.plugin.hooks import uses_et_hil
-
     for item in items:
         if uses_et_hil(item) and not asks_for_it_itself(item):
             item.add_marker(pytest.mark.filterwarnings(*NEIGHBOURS_XML_ATTRIBUTE))

@@ -21,7 +21,8 @@ from hil.analysis.code_size import footprint_sections
 from hil.analysis.profile import TimeScale, build_profile
 from hil.aot.export import CompiledModel, is_cached
 from hil.aot.isolated import export_isolated
-from hil.aot.references import References, references_for
+from hil.aot.references import References
+from hil.aot.references_run import references_for
 from hil.boards import open_board
 from hil.boards.base import RunCapture
 from hil.records.profile_model import Profile

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hil.aot import references
+from hil.aot import references, references_run
 from hil.aot.export import export_model
 from hil.aot.isolated import export_isolated
 
@@ -175,6 +175,6 @@ def test_references_for_other_inputs_are_never_those_of_weights_retrained_after_
     save("safetensors", weights_file, trained(2))  # retrained between the lookup and the references
     other = (torch.full((1, IN), 0.25),)
     with pytest.raises(ModelError, match=rf"file {weights_file} changed since the program in .* was exported"):
-        references.references_for(spec, entry.pte_path.parent, entry.pte_path, other, "none", timeout_s=300,
+        references_run.references_for(spec, entry.pte_path.parent, entry.pte_path, other, "none", timeout_s=300,
                                   log_path=tmp_path / "refs.log")
     assert references.load(entry.pte_path.parent, references.inputs_digest(other)) is None  # nothing stored

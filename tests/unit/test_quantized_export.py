@@ -150,7 +150,7 @@ def test_a_calibration_file_of_the_wrong_shape_is_refused_naming_it(tmp_path: Pa
 def test_other_inputs_of_a_quantized_program_are_referenced_by_the_int8_module(tmp_path: Path) -> None:
     """With `--inputs`, the eager reference is made again from the int8 module, not from the float model: it agrees
     with executorch.runtime running the .pte on those inputs, and the float model's outputs are kept apart."""
-    from hil.aot.references import references_for
+    from hil.aot.references_run import references_for
 
     options = quantize.options(True, None)
     compiled = export_model(f"{SMALL_CNN}:factory", cache=tmp_path, options=options)

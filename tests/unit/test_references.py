@@ -18,7 +18,8 @@ import pytest
 import torch
 
 from hil.aot.export import export_model, load_inputs
-from hil.aot.references import FILE, References, folder_of, inputs_digest, load, references_for, store
+from hil.aot.references import FILE, References, folder_of, inputs_digest, load, store
+from hil.aot.references_run import references_for
 
 MODEL = textwrap.dedent(
     """
@@ -118,7 +119,7 @@ def test_a_read_only_cache_computes_the_references_and_stores_nothing(exported, 
     code = textwrap.dedent(f"""
         import torch
         from pathlib import Path
-        from hil.aot.references import references_for
+        from hil.aot.references_run import references_for
         made = references_for({spec!r}, Path({str(entry)!r}), Path({str(compiled.pte_path)!r}),
                               (torch.full((1, 5), -3.0),), "none", timeout_s=120,
                               log_path=Path({str(tmp_path)!r}) / "x.log")
