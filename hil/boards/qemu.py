@@ -221,12 +221,15 @@ class QemuBoard:
     def _end_target(self) -> None:
         gdb, serial, qemu = self._gdb, self._serial, self._qemu
         self._gdb = self._serial = self._qemu = None
-        keep, self._parked = self._parked and self.keeper is not None and qemu is not None and qemu.alive, False
+        parked, self._parked = self._parked, False
+        keep = parked and self.keeper is not None and qemu is not None and qemu.alive
         try:
             if gdb is not None:
                 # Leave the stub without detaching: a detach resumes QEMU's CPU, and an image halted at its exit
-                # would run into the semihosting trap QEMU does not serve (a HardFault on the console).
-                disconnected = qemu is not None and qemu.alive and _disconnected(gdb)
+                # would run into the semihosting trap QEMU does not serve (a HardFault on the console). Only an
+                # image halted there is asked: a run cut short (a signal, a timeout) may have gdb busy, and its
+                # QEMU is stopped anyway.
+                disconnected = parked and qemu is not None and qemu.alive and _disconnected(gdb)
                 keep = keep and disconnected
                 gdb.close()
         finally:

@@ -115,6 +115,8 @@ def inspect_run(folder: Path, drift_snr_db: float | None = None, *, verify: bool
     numerics = {"numerics": manifest.numerics} if manifest.numerics else {}
     if "quantization" in manifest:  # what made the program (null: float), as the run recorded it
         numerics["quantization"] = manifest.quantization
+    if manifest.cpu_fallback_reasons:  # why operators stayed on the CPU, as the lowering said it
+        numerics["cpu_fallback_reasons"] = manifest.cpu_fallback_reasons
     footprint = {key: value for key, value in (manifest.footprint or {}).items() if key in ("stack", "code_size")}
     profile = finish_profile(built, warmup=int(manifest.warmup or 0), delegate=manifest.delegate, **footprint,
                              **numerics, **dict(manifest.annotations or {}))

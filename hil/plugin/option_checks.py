@@ -119,6 +119,7 @@ CHECKS: dict[str, tuple[str, Callable[[Any, str], None]]] = {
     "hil_timeout": ("--hil-timeout", _number(above=0)),
     "hil_drift_snr_db": ("--hil-drift-snr-db", _number()),
     "hil_inputs": ("--hil-inputs", input_file),
+    "hil_calibration": ("--hil-calibration", input_file),
     "hil_history": ("--hil-history", history_file),
     "hil_budgets": ("--hil-budgets", input_path),
     "hil_openmetrics": ("--hil-openmetrics", output_file),

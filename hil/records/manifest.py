@@ -49,6 +49,7 @@ class Manifest(JsonRecord):
     status: str | None = None
     delegate: str | None = None
     quantization: Mapping[str, Any] | None = None  # hil.aot.quantize.QuantizationRecord; null for a float program
+    cpu_fallback_reasons: Mapping[str, Any] | None = None  # why each CPU operator was not delegated (the lowering's)
     time_scale: Mapping[str, Any] | None = None
     firmware: str | None = None
     firmware_sha256: str | None = None

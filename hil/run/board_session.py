@@ -105,14 +105,17 @@ class BoardSession:
         replay image's), with the console's `Core/NPU Frequency` line winning, as in a harness run.
         """
         from hil.records.console import parse_console
-        from hil.analysis.profile import board_time_scale, build_profile
+        from hil.analysis.profile import TimeScale, board_time_scale, build_profile
 
         etdump = self.workdir / "trace.etdump"
         if not etdump.is_file():
             raise TargetError(f"board '{self.cfg.name}': profile() before read_etdump(): no {etdump}")
         _, serial = self._need()
         time.sleep(0.1)  # the console lines printed with the result, if the firmware prints any
-        scale = board_time_scale(self.cfg.kind, self.cfg.clock_mhz, neutron=False)
+        # The board's ticks at its clock (the console's line may win); the emulated RT700 counts instructions, shown
+        # at the board file's rate whatever its console says.
+        scale = (board_time_scale(self.cfg.kind, self.cfg.clock_mhz, neutron=False) if self.cfg.kind == "rt700-emu"
+                 else TimeScale.core_cycles(self.cfg.clock_mhz))
         built = build_profile(etdump, etrecord, board=self.cfg.name, model=model or Path(self._image or "image").stem,
                               simulated=is_simulated(self.cfg.kind), time_scale=scale,
                               console=parse_console(serial.text), pte_path=pte)

@@ -134,6 +134,8 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
         provenance.update(aot_cache_key=compiled.cache_key, aot_cached=compiled.cached, delegate=delegate,
                           model_name=compiled.name, aot_followed=compiled.reads.summary(),
                           quantization=None if compiled.quantization is None else compiled.quantization.to_json())
+        if compiled.extra.get("cpu_reasons"):  # the lowering's words; no dump holds them: `hil inspect RUN_DIR` reads them here
+            provenance["cpu_fallback_reasons"] = compiled.extra["cpu_reasons"]
         atomic.copy_file(compiled.pte_path, out / "model.pte")
         atomic.copy_file(compiled.etrecord_path, out / "etrecord.bin")
         if compiled.extra.get("conversion_log"):
@@ -209,8 +211,8 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
                                          "time_base": emulated_time_base(request.board.clock_mhz)}
         profile = finish_profile(built, warmup=request.warmup, delegate=delegate, **sections,
                                  quantization=provenance.get("quantization"),
-                                 **({"cpu_fallback_reasons": compiled.extra["cpu_reasons"]}
-                                    if compiled.extra.get("cpu_reasons") else {}),
+                                 **({"cpu_fallback_reasons": provenance["cpu_fallback_reasons"]}
+                                    if "cpu_fallback_reasons" in provenance else {}),
                                  **provenance.get("annotations", {}))
         profile = profile.replace(harness_steps_s={**timer.seconds, **capture.steps_s})
         folder.write_profile(profile)

@@ -36,6 +36,7 @@ CASES = [
     (["--hil-drift-snr-db", "inf"], "--hil-drift-snr-db must be a finite number"),
     (["--hil-inputs", "missing.pt"], "--hil-inputs missing.pt: no such file"),
     (["--hil-inputs", "adir"], "--hil-inputs adir: is a folder, not a file"),
+    (["--hil-calibration", "missing.npz"], "--hil-calibration missing.npz: no such file"),
     (["--hil-firmware", "fast"], "argument --hil-firmware: invalid firmware_choice value: 'fast'"),
     (["--hil-clock-mhz", "0"], "--hil-clock-mhz must be greater than 0"),
     (["--hil-gdb", ""], "--hil-gdb is empty"),

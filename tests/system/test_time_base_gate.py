@@ -50,7 +50,8 @@ def test_a_run_without_sources_between_runtime_runs_is_not_compared_and_a_wider_
                   "RT700_SDK_DIR": str(tmp_path / "no-sources")}
     sourceless.pop("HIL_GIT_BASE", None)
     refused = _pytest(tmp_path, "--board", "qemu", env=sourceless)
-    assert refused.returncode == 1, refused.stdout[-3000:] + refused.stderr[-2000:]
+    # exit 6: the only failure is a part this machine lacks (the sources), not a regression (docs/pytest.md)
+    assert refused.returncode == 6, refused.stdout[-3000:] + refused.stderr[-2000:]
     assert "requires the runtime image" in refused.stdout and "history.db measured cnn on qemu" in refused.stdout, \
         refused.stdout[-3000:]
     assert str(tmp_path / "no-sources") in refused.stdout and "replays" not in refused.stdout

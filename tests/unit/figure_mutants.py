@@ -10,7 +10,6 @@ the history refused in one line), one that reads back the same must give the sam
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 import sqlite3
@@ -110,8 +109,10 @@ def apply_cell(source: Path, target: Path, cell: Cell) -> bool:
     try:
         where = f"SELECT {cell.column} FROM {cell.table} WHERE rowid = ?"
         before = conn.execute(where, (cell.rowid,)).fetchone()[0]
-        with contextlib.suppress(sqlite3.DatabaseError):  # NOT NULL, a duplicate key, a text rowid: the cell stays
+        try:
             conn.execute(f"UPDATE {cell.table} SET {cell.column} = ? WHERE rowid = ?", (cell.value, cell.rowid))
+        except sqlite3.DatabaseError:  # NOT NULL, a duplicate key, a text rowid: the cell stays as it was
+            return False
         rowid = cell.value if (cell.table, cell.column) == ("runs", "id") and isinstance(cell.value, int) else cell.rowid
         after = conn.execute(where, (rowid,)).fetchone()
     finally:

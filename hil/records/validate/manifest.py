@@ -21,7 +21,7 @@ TEXTS = ("board", "model", "model_name", "delegate", "status", "error", "error_k
          "firmware", "firmware_sha256", "firmware_kind", "board_file", "board_file_sha256", "probe_id", "fault",
          "drift_inputs")
 OBJECTS = ("annotations", "versions", "model_memory", "project_commit", "steps_s", "debug_buffer", "firmware_choice",
-           "aot_followed", "flash", "footprint", "quantization")
+           "aot_followed", "flash", "footprint", "quantization", "cpu_fallback_reasons")
 SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
