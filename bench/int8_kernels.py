@@ -8,7 +8,7 @@ one run is the figure), per multiply-accumulate (MACs counted here from the eage
 and the RT700 image's size (`hil rt700-image`, arm-none-eabi-size of the ELF: text + data, the flash it takes).
 The choices are taken in turns per model (float, int8, CMSIS-NN), and the load is printed with the figures.
 
-    HIL_CACHE_DIR=... RT700_SDK_DIR=... .venv/bin/python bench/int8_kernels.py [--no-rt700] [MODEL ...]
+    HIL_CACHE_DIR=... RT700_SDK_DIR=... .venv/bin/python bench/int8_kernels.py [--no-rt700] [--rt700-out DIR] [MODEL ...]
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import argparse
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +31,7 @@ MODELS = ("ds_cnn", "resnet8")
 class Figure:
     model: str
     choice: str
-    instructions: int
+    instructions: int | None  # None: the run failed (said on its own line)
     macs: int
     image_bytes: int | None
 
@@ -75,9 +76,10 @@ def instructions(model: str, delegate: str, quantize: bool, work: Path) -> int:
     return round(method["times_us"][0] * per_us)
 
 
-def rt700_image_bytes(model: str, delegate: str, quantize: bool, work: Path) -> int:
-    """text + data of the RT700 image of the program (what the XIP flash holds)."""
-    out = work / f"rt700-{model}-{delegate}-{int(quantize)}"
+def rt700_image_bytes(model: str, delegate: str, quantize: bool, out: Path) -> int:
+    """text + data of the RT700 image of the program (what the XIP flash holds). Every image is built in the same
+    folder `out`: the first build compiles ExecuTorch for the RT700 (about 18 minutes on 2 cores), each next one
+    only what its program changes (CMake's own dependencies: the model array, the kernels it registers)."""
     command = [sys.executable, "-m", "hil.cli.main", "rt700-image", "--model", model, "--delegate", delegate,
                "--out", str(out)] + (["--quantize"] if quantize else [])
     subprocess.run(command, check=True, timeout=3600, capture_output=True)
@@ -86,31 +88,50 @@ def rt700_image_bytes(model: str, delegate: str, quantize: bool, work: Path) -> 
     return int(size[0]) + int(size[1])
 
 
+def _said(what: str, measure: Callable[[], int]) -> int | None:
+    """`measure()`, or None with one line saying why it failed: one choice that cannot run or build leaves the
+    others measured."""
+    try:
+        return measure()
+    except Exception as exc:
+        detail = getattr(exc, "stderr", None) or str(exc)
+        detail = detail.decode(errors="replace") if isinstance(detail, bytes) else detail
+        lines = [line for line in detail.splitlines() if line.strip()]
+        print(f"{what}: failed: {(lines[-1] if lines else type(exc).__name__)[:200]}")
+        return None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", default=list(MODELS))
     parser.add_argument("--no-rt700", action="store_true", help="leave out the RT700 image sizes (minutes each)")
+    parser.add_argument("--rt700-out", type=Path, default=None, metavar="DIR",
+                        help="the RT700 build folder, kept for the next run (default: a temporary one)")
     args = parser.parse_args()
     source_workspace()
+    print(f"at the start: {load_line()}")
     figures = []
     with tempfile.TemporaryDirectory(prefix="int8-kernels-") as tmp:
         for model in args.models:
             count = macs(model)
             for choice, delegate, quantize in CHOICES:
-                try:
-                    size = None if args.no_rt700 else rt700_image_bytes(model, delegate, quantize, Path(tmp))
-                    figures.append(Figure(model, choice, instructions(model, delegate, quantize, Path(tmp)), count,
-                                          size))
-                except Exception as exc:  # one choice that cannot run is said, the others still measured
-                    print(f"{model} {choice}: failed: {str(exc).splitlines()[0][:200]}")
+                ran = _said(f"{model} {choice}", lambda: instructions(model, delegate, quantize, Path(tmp)))
+                size = None if args.no_rt700 else _said(
+                    f"{model} {choice} RT700 image",
+                    lambda: rt700_image_bytes(model, delegate, quantize, args.rt700_out or Path(tmp) / "rt700"))
+                figures.append(Figure(model, choice, ran, count, size))
     print(f"{'model':<10} {'kernels':<16} {'instructions':>14} {'per MAC':>8} {'vs float':>8} {'RT700 image':>12}")
     for figure in figures:
-        base = next((f for f in figures if f.model == figure.model and f.choice == CHOICES[0][0]), figure)
+        base = next(f for f in figures if f.model == figure.model and f.choice == CHOICES[0][0])
         size = "-" if figure.image_bytes is None else f"{figure.image_bytes:,} B"
+        if figure.instructions is None:
+            print(f"{figure.model:<10} {figure.choice:<16} {'-':>14} {'-':>8} {'-':>8} {size:>12}")
+            continue
+        ratio = "-" if base.instructions is None else f"{figure.instructions / base.instructions:.3f}"
         print(f"{figure.model:<10} {figure.choice:<16} {figure.instructions:>14,} "
-              f"{figure.instructions / figure.macs:>8.2f} {figure.instructions / base.instructions:>8.2f} {size:>12}")
+              f"{figure.instructions / figure.macs:>8.2f} {ratio:>8} {size:>12}")
     print(f"MACs per inference: " + ", ".join(f"{m} {macs(m):,}" for m in args.models))
-    print(load_line())
+    print(f"at the end: {load_line()}")
     return 0
 
 
