@@ -8,7 +8,7 @@ one run is the figure), per multiply-accumulate (MACs counted here from the eage
 and the RT700 image's size (`hil rt700-image`, arm-none-eabi-size of the ELF: text + data, the flash it takes).
 The choices are taken in turns per model (float, int8, CMSIS-NN), and the load is printed with the figures.
 
-    HIL_CACHE_DIR=... RT700_SDK_DIR=... .venv/bin/python bench/int8_kernels.py [--no-rt700] [--rt700-out DIR] [MODEL ...]
+    HIL_CACHE_DIR=... RT700_SDK_DIR=... .venv/bin/python bench/int8_kernels.py [--no-rt700] [MODEL ...]
 """
 
 from __future__ import annotations
@@ -76,10 +76,12 @@ def instructions(model: str, delegate: str, quantize: bool, work: Path) -> int:
     return round(method["times_us"][0] * per_us)
 
 
-def rt700_image_bytes(model: str, delegate: str, quantize: bool, out: Path) -> int:
-    """text + data of the RT700 image of the program (what the XIP flash holds). Every image is built in the same
-    folder `out`: the first build compiles ExecuTorch for the RT700 (about 18 minutes on 2 cores), each next one
-    only what its program changes (CMake's own dependencies: the model array, the kernels it registers)."""
+def rt700_image_bytes(model: str, delegate: str, quantize: bool, work: Path) -> int:
+    """text + data of the RT700 image of the program (what the XIP flash holds). Each image gets a build folder
+    of its own (a cold ExecuTorch build, about 18 minutes on 2 cores): a folder reused for another program keeps
+    the first program's operator selection (its selected_operators.yaml is not written again), so its size would
+    be another program's."""
+    out = work / f"rt700-{model}-{delegate}-{int(quantize)}"
     command = [sys.executable, "-m", "hil.cli.main", "rt700-image", "--model", model, "--delegate", delegate,
                "--out", str(out)] + (["--quantize"] if quantize else [])
     subprocess.run(command, check=True, timeout=3600, capture_output=True)
@@ -94,10 +96,10 @@ def _said(what: str, measure: Callable[[], int]) -> int | None:
     try:
         return measure()
     except Exception as exc:
-        detail = getattr(exc, "stderr", None) or str(exc)
-        detail = detail.decode(errors="replace") if isinstance(detail, bytes) else detail
-        lines = [line for line in detail.splitlines() if line.strip()]
-        print(f"{what}: failed: {(lines[-1] if lines else type(exc).__name__)[:200]}")
+        stderr = getattr(exc, "stderr", None)  # a child's message is its last line, an exception's its first
+        stderr = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr
+        lines = [line for line in (stderr or str(exc)).splitlines() if line.strip()]
+        print(f"{what}: failed: {((lines[-1] if stderr else lines[0]) if lines else type(exc).__name__)[:300]}")
         return None
 
 
@@ -105,8 +107,6 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", default=list(MODELS))
     parser.add_argument("--no-rt700", action="store_true", help="leave out the RT700 image sizes (minutes each)")
-    parser.add_argument("--rt700-out", type=Path, default=None, metavar="DIR",
-                        help="the RT700 build folder, kept for the next run (default: a temporary one)")
     args = parser.parse_args()
     source_workspace()
     print(f"at the start: {load_line()}")
@@ -116,9 +116,8 @@ def main() -> int:
             count = macs(model)
             for choice, delegate, quantize in CHOICES:
                 ran = _said(f"{model} {choice}", lambda: instructions(model, delegate, quantize, Path(tmp)))
-                size = None if args.no_rt700 else _said(
-                    f"{model} {choice} RT700 image",
-                    lambda: rt700_image_bytes(model, delegate, quantize, args.rt700_out or Path(tmp) / "rt700"))
+                size = None if args.no_rt700 else _said(f"{model} {choice} RT700 image",
+                                                        lambda: rt700_image_bytes(model, delegate, quantize, Path(tmp)))
                 figures.append(Figure(model, choice, ran, count, size))
     print(f"{'model':<10} {'kernels':<16} {'instructions':>14} {'per MAC':>8} {'vs float':>8} {'RT700 image':>12}")
     for figure in figures:
