@@ -33,7 +33,7 @@ def etrecord_delegate_map():
 
 @pytest.fixture(params=MODELS)
 def npu_run(request, hil_profile):
-    return hil_profile(request.param, delegate=None)
+    return hil_profile(request.param, delegate=None, quantize=True)  # the NPU takes int8 only (NXP quantizes)
 
 
 def kinds(profile, kind):

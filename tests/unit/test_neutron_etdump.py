@@ -146,3 +146,23 @@ def test_etrecord_of_another_program_is_refused(artifacts, tmp_path) -> None:
     _, other_etrecord = export(ConvOnly(), (torch.randn(1, 3, 4, 4),), tmp_path)
     with pytest.raises(AnalysisError, match="does not match"):
         synthesize_neutron_etdump(pte, other_etrecord, iterations=1)
+
+
+def test_a_kernel_that_is_not_int8_is_refused_by_the_replay(artifacts) -> None:
+    """The cost model counts int8 MACs: a payload kernel of another dtype (a float one, as a /1 payload made before
+    neutron-sim took int8 only) is refused, naming the program and instruction, never timed as int8."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    from hil.base.errors import ModelError
+    from hil.replay.neutron_etdump import program_steps
+
+    pte, _ = artifacts
+    program = deserialize_pte_binary(pte.read_bytes()).program
+    plan = program.execution_plan[0]
+    assert all(k["dtype"] == "int8" for s in program_steps(program, plan, "x.pte") if s["kind"] == "neutron"
+               for k in s["kernels"])
+    blob = program.backend_delegate_data[0]
+    assert b'"dtype": "int8"' in blob.data
+    blob.data = blob.data.replace(b'"dtype": "int8"', b'"dtype": "float32"', 1)
+    with pytest.raises(ModelError, match=r"x\.pte: delegate at instruction \d+: kernel 0 .* is float32, not int8"):
+        program_steps(program, plan, "x.pte")
