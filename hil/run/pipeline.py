@@ -136,6 +136,8 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
                           quantization=None if compiled.quantization is None else compiled.quantization.to_json())
         if compiled.extra.get("cpu_reasons"):  # the lowering's words; no dump holds them: `hil inspect RUN_DIR` reads them here
             provenance["cpu_fallback_reasons"] = compiled.extra["cpu_reasons"]
+        if compiled.extra.get("delegate_note"):  # once per run: the delegate got nothing (a float program on neutron-sim)
+            provenance["delegate_note"] = compiled.extra["delegate_note"]
         atomic.copy_file(compiled.pte_path, out / "model.pte")
         atomic.copy_file(compiled.etrecord_path, out / "etrecord.bin")
         if compiled.extra.get("conversion_log"):
@@ -210,6 +212,7 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
             provenance["annotations"] = {"firmware": "rt700-emu",
                                          "time_base": emulated_time_base(request.board.clock_mhz)}
         profile = finish_profile(built, warmup=request.warmup, delegate=delegate, **sections,
+                                 delegate_note=provenance.get("delegate_note"),
                                  quantization=provenance.get("quantization"),
                                  **({"cpu_fallback_reasons": provenance["cpu_fallback_reasons"]}
                                     if "cpu_fallback_reasons" in provenance else {}),

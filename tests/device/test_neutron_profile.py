@@ -33,7 +33,7 @@ def etrecord_delegate_map():
 
 @pytest.fixture(params=MODELS)
 def npu_run(request, hil_profile):
-    return hil_profile(request.param, delegate=None)
+    return hil_profile(request.param, delegate=None, quantize=True)  # the NPU takes int8 only (NXP quantizes)
 
 
 def kinds(profile, kind):
@@ -42,7 +42,9 @@ def kinds(profile, kind):
 
 def test_every_convolution_and_linear_op_is_an_npu_kernel(npu_run):
     profile = npu_run.profile
-    on_cpu = {base_op(t) for event in kinds(profile, "cpu_op") for t in event["op_types"]}
+    # by the kernel each CPU event ran (native_call_<op>.out): in an int8 program a CPU quantize/dequantize shares
+    # debug handles with its neighbours, so its op_types may name the delegated convolution or linear beside it
+    on_cpu = {event["name"].removeprefix("native_call_").split(".")[0] for event in kinds(profile, "cpu_op")}
     assert not on_cpu & NPU_MUST_RUN, f"ran on the CPU: {on_cpu & NPU_MUST_RUN}"
     on_npu = {base_op(t) for event in kinds(profile, "npu_kernel") for t in event["op_types"]}
     assert "convolution" in on_npu or on_npu & {"addmm", "mm", "linear"}
