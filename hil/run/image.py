@@ -120,6 +120,8 @@ def _runtime(request: RunRequest, checked: CheckedRequest, elf: Path) -> Prepare
     truth: dict[str, Any] | None = None
     if checked.delegate == "neutron-sim":
         truth = simulation_truth(pte, _npu_mhz(request), RUNTIME_TICK_MHZ, runs)
+        if not truth["delegates"]:  # nothing delegated (a float program): no simulated NPU ran, nothing to say of one
+            truth = None
     return PreparedImage(elf, runtime_time_scale(request.board), truth, firmware="runtime")
 
 

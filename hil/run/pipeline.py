@@ -149,7 +149,10 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
             provenance["debug_buffer"] = check_debug_fits(request.board, out / "model.pte", checked.plan.runs)
         run_inputs = _run_inputs(request, compiled, out / "model.pte")  # wrong inputs are refused before any image
         prepared = prepare_image(request, compiled, checked, timer)
-        reason = skip_reason(enabled=request.numerics, firmware=prepared.firmware, delegate=delegate, elf=prepared.elf)
+        # A program the delegate took nothing of (a float one on neutron-sim) runs wholly on the CPU kernels: its
+        # outputs are computed and compared like a CPU-only program's, never said "not computed (simulated NPU)".
+        reason = skip_reason(enabled=request.numerics, firmware=prepared.firmware,
+                             delegate=delegate if compiled.delegated else "none", elf=prepared.elf)
         if run_inputs is not None and reason in (None, SIM_NPU_REASON):  # an image that takes inputs gets them
             checked = replace(checked, plan=replace(checked.plan, inputs=run_inputs.tensors,
                                                     ram=tuple(request.board.ram_regions)))
@@ -285,7 +288,7 @@ def _drift(out: Path, compiled: CompiledModel, capture: RunCapture, checked: Che
     with timer.step("drift", "compare every operator's outputs with the ETRecord (numeric gap)"):
         # `written`: the torch inputs the harness wrote into the target (hil.numerics); None: its fill byte.
         return run_step.analyse(out, compiled, capture.debug_buffer, runs=checked.plan.runs, threshold_db=threshold,
-                                simulated_npu=checked.delegate == "neutron-sim", inputs=written, figures={
+                                simulated_npu=checked.delegate == "neutron-sim" and compiled.delegated, inputs=written, figures={
                                     "debug_buffer_bytes": request.board.get("memory.debug_buffer_bytes")})
 
 
