@@ -310,7 +310,7 @@ def publish(elf: Path, final: Path) -> None:
     final.parent.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".image.", dir=final.parent.parent))
     try:
-        copy_file(elf, work / ELF_NAME)
+        copy_file(elf, work / final.name)
         seal(work)  # the ELF's size and sha256, recorded once it is whole
     except OSError:  # a full disk: no half entry left behind
         shutil.rmtree(work, ignore_errors=True)
