@@ -158,3 +158,20 @@ def test_a_delegated_program_is_refused_before_anything_is_flashed(image, tmp_pa
     assert done.returncode == 2, done.stderr
     assert "neutron-sim" in done.stderr and "no NPU" in done.stderr
     assert not (out / "emulator.log").exists()
+
+
+def _registered_out_kernels(elf: Path) -> set[str]:
+    """The `<ns>::<op>.out` kernel names the image's registration holds, read with binutils' strings."""
+    text = subprocess.run(["arm-none-eabi-strings", "-n", "6", str(elf)], capture_output=True, text=True,
+                          timeout=60).stdout
+    return {line for line in text.splitlines() if re.fullmatch(r"(aten|quantized_decomposed|cortex_m)::\w+\.out", line)}
+
+
+def test_the_image_registers_exactly_its_own_programs_kernels(image):
+    """In the suite this image is linked in an RT700 build folder another program (cifar10) used first: the
+    operator list must be this program's, not the first one's (ExecuTorch's list rule ignores the model file)."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    program = deserialize_pte_binary((image / "model.pte").read_bytes()).program
+    wanted = {f"{op.name}.{op.overload}" for plan in program.execution_plan for op in plan.operators}
+    assert _registered_out_kernels(image / "hil_rt700.elf") == {op for op in wanted if op.endswith(".out")}
