@@ -72,7 +72,7 @@ USER_TESTS = textwrap.dedent(
         from hil.replay.simulated import simulated_buffer
         from hil.firmware.qemu_image import build_qemu_image
 
-        compiled = export_model("cifar10", delegate="neutron-sim")
+        compiled = export_model("cifar10", delegate="neutron-sim", options={"quantize": True})
         buffer = simulated_buffer(compiled, iterations=2, clock_mhz=324)
         elf = build_qemu_image(buffer.etdump, buffer.console_lines, runs=2)  # stands in for the user's build
         hil_board.flash(elf)
