@@ -50,7 +50,7 @@ def built_image(tmp_path_factory) -> tuple[Path, Path]:
     out = Path(os.environ.get("RT700_TEST_BUILD_DIR") or work / "cifar10")
     done = _run([sys.executable, "-m", "hil.cli.main", "rt700-image", "--model", "cifar10", "--delegate", "none",
                  "--out", str(out)], timeout=BUILD_TIMEOUT_S, cwd=work)
-    assert done.returncode == 0, f"hil rt700-image failed; log: {out / 'build.log'}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, f"hil rt700-image failed (its message names the build log):\n{done.stderr[-3000:]}"
     elf = out / "hil_rt700.elf"
     assert elf.is_file() and str(elf) in done.stdout.splitlines()
     return elf, out / "model.pte"
