@@ -70,19 +70,20 @@ def native_library() -> Path:
 class BlockCounter:
     """Instructions executed, counted per translation block by the native hook or, failing that, a Python one."""
 
-    def __init__(self, uc: Uc, *, native: bool = True) -> None:
+    def __init__(self, uc: Uc, *, counting: str = "native") -> None:
+        """`counting`: "native", "python" (the fallback, forced), or "none" (no hook: the bench's uncounted run)."""
         self._decoded: dict[tuple[int, int], tuple[int, ...]] = {}
         self._c: Any = None
         self.native = False
-        if native:
+        self._executed = 0
+        self._block: tuple[int, int] = (0, 0)
+        if counting == "native":
             try:
                 self._install_native(uc)
             except (OSError, RuntimeError, UcError) as error:
                 print(f"hil: emulated RT700 counts instructions with a Python hook (slower): {error}",
                       file=sys.stderr)
-        if not self.native:
-            self._executed = 0
-            self._block: tuple[int, int] = (0, 0)
+        if counting != "none" and not self.native:
             uc.hook_add(UC_HOOK_BLOCK, self._on_block)
 
     def _install_native(self, uc: Uc) -> None:

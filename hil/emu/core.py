@@ -60,7 +60,7 @@ class FaultState:
 class M33Core:
     """The core, its memory and its run thread. `mmio` maps peripheral and PPB reads/writes to their models."""
 
-    def __init__(self, peripherals: Any, ppb: Any = None, *, native_count: bool = True) -> None:
+    def __init__(self, peripherals: Any, ppb: Any = None, *, counting: str = "native") -> None:
         self.uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS, arm.UC_CPU_ARM_CORTEX_M33)
         self.flash = ctypes.create_string_buffer(b"\xff" * rt.FLASH_SIZE, rt.FLASH_SIZE)
         self.sram = ctypes.create_string_buffer(rt.SRAM_SIZE)
@@ -72,7 +72,7 @@ class M33Core:
         self.uc.mmio_map(rt.PERIPH_BASE, rt.PERIPH_SIZE, self._periph_read, None, self._periph_write, None)
         self.uc.mmio_map(rt.PPB_BASE, rt.PPB_SIZE, self._ppb_read, None, self._ppb_write, None)
         self.faults = FaultState()
-        self.counter = BlockCounter(self.uc, native=native_count)  # instructions executed: DWT CYCCNT follows it
+        self.counter = BlockCounter(self.uc, counting=counting)  # instructions executed: DWT CYCCNT follows it
         self._bad_access: tuple[int, int] | None = None  # (uc access type, address) of the last invalid access
         self.skipped: dict[str, int] = {}
         self._skips: dict[int, str] = {}
