@@ -28,6 +28,8 @@ _BESIDE_UNIT_TESTS: tuple[str, ...] = tuple(f"tests/system/{name}.py" for name i
     "test_time_base_gate",
     "test_rt700_firmware_build",  # the RT700 image from the pinned SDK, in a folder of its own
     "test_rt700_emu",  # a small model's RT700 image of its own, run on the emulated RT700
+    "test_rt700_emu_on_demand",  # the RT700 image the harness builds for the run, run on the emulated RT700
+    "test_rt700_emu_fault",  # a UDF planted in a small model's RT700 image, run on the emulated RT700
 ))
 
 

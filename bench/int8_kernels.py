@@ -17,6 +17,7 @@ import argparse
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +31,7 @@ MODELS = ("ds_cnn", "resnet8")
 class Figure:
     model: str
     choice: str
-    instructions: int
+    instructions: int | None  # None: the run failed (said on its own line)
     macs: int
     image_bytes: int | None
 
@@ -76,7 +77,10 @@ def instructions(model: str, delegate: str, quantize: bool, work: Path) -> int:
 
 
 def rt700_image_bytes(model: str, delegate: str, quantize: bool, work: Path) -> int:
-    """text + data of the RT700 image of the program (what the XIP flash holds)."""
+    """text + data of the RT700 image of the program (what the XIP flash holds). Each image gets a build folder
+    of its own (a cold ExecuTorch build, about 18 minutes on 2 cores): a folder reused for another program keeps
+    the first program's operator selection (its selected_operators.yaml is not written again), so its size would
+    be another program's."""
     out = work / f"rt700-{model}-{delegate}-{int(quantize)}"
     command = [sys.executable, "-m", "hil.cli.main", "rt700-image", "--model", model, "--delegate", delegate,
                "--out", str(out)] + (["--quantize"] if quantize else [])
@@ -86,31 +90,47 @@ def rt700_image_bytes(model: str, delegate: str, quantize: bool, work: Path) -> 
     return int(size[0]) + int(size[1])
 
 
+def _said(what: str, measure: Callable[[], int]) -> int | None:
+    """`measure()`, or None with one line saying why it failed: one choice that cannot run or build leaves the
+    others measured."""
+    try:
+        return measure()
+    except Exception as exc:
+        stderr = getattr(exc, "stderr", None)  # a child's message is its last line, an exception's its first
+        stderr = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr
+        lines = [line for line in (stderr or str(exc)).splitlines() if line.strip()]
+        print(f"{what}: failed: {((lines[-1] if stderr else lines[0]) if lines else type(exc).__name__)[:300]}")
+        return None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", default=list(MODELS))
     parser.add_argument("--no-rt700", action="store_true", help="leave out the RT700 image sizes (minutes each)")
     args = parser.parse_args()
     source_workspace()
+    print(f"at the start: {load_line()}")
     figures = []
     with tempfile.TemporaryDirectory(prefix="int8-kernels-") as tmp:
         for model in args.models:
             count = macs(model)
             for choice, delegate, quantize in CHOICES:
-                try:
-                    size = None if args.no_rt700 else rt700_image_bytes(model, delegate, quantize, Path(tmp))
-                    figures.append(Figure(model, choice, instructions(model, delegate, quantize, Path(tmp)), count,
-                                          size))
-                except Exception as exc:  # one choice that cannot run is said, the others still measured
-                    print(f"{model} {choice}: failed: {str(exc).splitlines()[0][:200]}")
+                ran = _said(f"{model} {choice}", lambda: instructions(model, delegate, quantize, Path(tmp)))
+                size = None if args.no_rt700 else _said(f"{model} {choice} RT700 image",
+                                                        lambda: rt700_image_bytes(model, delegate, quantize, Path(tmp)))
+                figures.append(Figure(model, choice, ran, count, size))
     print(f"{'model':<10} {'kernels':<16} {'instructions':>14} {'per MAC':>8} {'vs float':>8} {'RT700 image':>12}")
     for figure in figures:
-        base = next((f for f in figures if f.model == figure.model and f.choice == CHOICES[0][0]), figure)
+        base = next(f for f in figures if f.model == figure.model and f.choice == CHOICES[0][0])
         size = "-" if figure.image_bytes is None else f"{figure.image_bytes:,} B"
+        if figure.instructions is None:
+            print(f"{figure.model:<10} {figure.choice:<16} {'-':>14} {'-':>8} {'-':>8} {size:>12}")
+            continue
+        ratio = "-" if base.instructions is None else f"{figure.instructions / base.instructions:.3f}"
         print(f"{figure.model:<10} {figure.choice:<16} {figure.instructions:>14,} "
-              f"{figure.instructions / figure.macs:>8.2f} {figure.instructions / base.instructions:>8.2f} {size:>12}")
+              f"{figure.instructions / figure.macs:>8.2f} {ratio:>8} {size:>12}")
     print(f"MACs per inference: " + ", ".join(f"{m} {macs(m):,}" for m in args.models))
-    print(load_line())
+    print(f"at the end: {load_line()}")
     return 0
 
 

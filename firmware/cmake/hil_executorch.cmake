@@ -88,6 +88,10 @@ endmacro()
 # hil_selected_ops(<lib> <functions_yaml|""> <custom_ops_yaml|""> <kernel_lib>)
 function(hil_selected_ops lib functions_yaml custom_yaml kernel_lib)
   gen_selected_ops(LIB_NAME "${lib}" OPS_FROM_MODEL "${MODEL}")
+  # ExecuTorch's rule for the operator list (tools/cmake/Codegen.cmake, gen_selected_ops) depends on the schema
+  # yaml and its codegen tools, not on the model: a build folder reused for another program (the RT700 runtime
+  # folder, a by-hand `make firmware` with another MODEL) kept the first program's operators under Makefiles.
+  add_custom_command(OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/${lib}/selected_operators.yaml" APPEND DEPENDS "${MODEL}")
   set(args LIB_NAME "${lib}")
   if(functions_yaml)
     list(APPEND args FUNCTIONS_YAML "${functions_yaml}")

@@ -125,7 +125,8 @@ def build_profile(
         "totals_us": totals,
         "npu_fraction": npu_fraction,
         "methods": _methods(inspected, exact),
-        "cpu_fallback_ops": ev.unique(t for e in mine if e["kind"] == ev.CPU_OP for t in e["op_types"]),
+        "cpu_fallback_ops": ev.unique(t for e in mine if e["kind"] == ev.CPU_OP
+                                      for t in ev.kernel_op_types(e["name"], e["op_types"])),
         "load_us": _load_times(inspected.load_block, scale),
         "memory": _memory(console, pte_path),
         "console": _console(console),

@@ -13,7 +13,8 @@ Layout. The backend turns a convolution into a CMSIS-NN kernel only when its ten
 stays a float `aten.convolution` without a word. Here the model's weights are made channels_last and its 4-D
 inputs are converted inside the exported program (`ChannelsLastInputs`), so the program still takes the NCHW
 inputs the user gives (the harness writes them as they are) and the conversion is a portable operator of its own
-in the profile. Whatever compute operator still stays float after the passes is said (a warning naming each) and
+in the profile (a one-channel input's ambiguous channels_last dim order is renamed at memory planning:
+hil.aot.dim_order). Whatever compute operator still stays float after the passes is said (a warning naming each) and
 recorded in the entry's `extra["float_operators"]`.
 
 The ETRecord holds the transformed edge program; the ETDump's events name the kernel that ran
@@ -23,7 +24,7 @@ The ETRecord holds the transformed edge program; the ETDump's events name the ke
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -93,12 +94,15 @@ def float_operators(edge: "EdgeProgramManager") -> list[str]:
     return left
 
 
-def _after_lowering(edge: "EdgeProgramManager", _program: Any) -> dict[str, Any]:
-    left = float_operators(edge)
-    if left:
-        log.warning(f"delegate '{DELEGATE}': {len(left)} operator(s) stayed float (portable kernels, not CMSIS-NN): "
-                    f"{', '.join(left)}")
-    return {"float_operators": left}
+def _after_lowering(planning: Any) -> Callable[["EdgeProgramManager", Any], dict[str, Any]]:
+    def after(edge: "EdgeProgramManager", _program: Any) -> dict[str, Any]:
+        left = float_operators(edge)
+        if left:
+            log.warning(f"delegate '{DELEGATE}': {len(left)} operator(s) stayed float (portable kernels, not "
+                        f"CMSIS-NN): {', '.join(left)}")
+        return {"float_operators": left, "dim_orders_renamed": list(planning.renamed)}
+
+    return after
 
 
 def _plan(source: ModelSource, options: Mapping[str, Any]) -> LoweringPlan:
@@ -106,8 +110,11 @@ def _plan(source: ModelSource, options: Mapping[str, Any]) -> LoweringPlan:
     the calibration data the options name; a model its factory quantized already is lowered as it is."""
     from executorch.backends.cortex_m.edge_compile_config import cortex_m_edge_compile_config
 
+    from hil.aot.dim_order import AcceptedDimOrderPlanning
+
+    planning = AcceptedDimOrderPlanning()  # a one-channel channels_last tensor's dim order, named as the runtime wants
     plan = LoweringPlan(compile_config=cortex_m_edge_compile_config(), edge_transform=run_passes,
-                        after_lowering=_after_lowering)
+                        after_lowering=_after_lowering(planning), memory_planning=planning)
     if quantize.user_record(source.module) is None:
         hook = pt2e_hook(plan, options, cortex_m_quantizer, SCHEME)
         plan.quantize = lambda module, inputs: hook(ChannelsLastInputs(copy.deepcopy(module)).eval(), inputs)

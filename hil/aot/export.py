@@ -87,6 +87,7 @@ class LoweringPlan:
                     delegating a partition; the edge manager keeps its ETRecord.
     after_lowering: (edge_manager, executorch_manager) -> JSON-able dict merged into `extra`,
                     for facts only known once lowered (e.g. a kernel-index -> debug-handle map).
+    memory_planning: the memory planning pass of `to_executorch` (ExecuTorch's default when None).
     extra:          JSON-able facts known up front.
     """
 
@@ -96,6 +97,7 @@ class LoweringPlan:
     compile_config: Any = None
     edge_transform: Callable[[Any], Any] | None = None
     after_lowering: Callable[[Any, Any], dict[str, Any]] | None = None
+    memory_planning: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
     quantization: quantize.QuantizationRecord | None = None
 
@@ -116,7 +118,7 @@ _LOWERINGS: dict[str, _Lowering] = {}
 LAZY_LOWERING_MODULES: dict[str, tuple[str, ...]] = {
     "neutron-sim": ("hil.aot.neutron_sim",),
     "neutron": ("hil.aot.neutron_sdk",),
-    "cortex-m": ("hil.aot.cortex_m",),
+    "cortex-m": ("hil.aot.cortex_m", "hil.aot.dim_order"),
 }
 
 
@@ -380,7 +382,8 @@ def _lower(source: ModelSource, module: "nn.Module", plan: LoweringPlan,
         scales = quantize.output_scales(edge.exported_program().graph)
         stage = "to_executorch"
         # Delegate payloads stay inline: the firmware links the .pte as one C array.
-        program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))
+        planning = {} if plan.memory_planning is None else {"memory_planning_pass": plan.memory_planning}
+        program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False, **planning))
     except ModelError:
         raise
     except Exception as exc:

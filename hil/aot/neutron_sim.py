@@ -45,10 +45,14 @@ from executorch.exir.backend.utils import tag_constant_data
 from hil.aot import quantize
 from hil.aot.export import LoweringPlan, register_lowering
 from hil.aot.quantize_step import pt2e_hook
-from hil.aot.neutron_sim_qdq import cpu_reasons, int8_bytes, is_quantized_graph, qdq_cluster
+from hil.aot.neutron_sim_qdq import cpu_reasons, delegate_note, int8_bytes, is_quantized_graph, qdq_cluster, \
+    quantized_dtype
 
 BACKEND_ID = "NeutronSimBackend"
-PAYLOAD_FORMAT = "et-hil/neutron-sim-payload/1"
+PAYLOAD_FORMAT = "et-hil/neutron-sim-payload/2"  # /2: each kernel names its dtype ("int8")
+# /1 payloads (float kernels, made before neutron-sim took int8 operators only) still read, for `hil inspect` of
+# old runs; the replay refuses their kernels (hil.replay.neutron_etdump: no dtype, so not int8).
+PAYLOAD_FORMATS = ("et-hil/neutron-sim-payload/1", PAYLOAD_FORMAT)
 # The payload is a JSON header (the kernels) then this byte, then the int8 weights.
 PAYLOAD_SEPARATOR = b"\0"
 
@@ -155,6 +159,7 @@ class Kernel:
     function: str
     op_types: list[str]
     debug_handles: list[int]
+    dtype: str  # what its quantize nodes make: "int8" (the cost model's MACs are int8 MACs)
     macs: int = 0
     elements: int = 0
     weight_bytes: int = 0
@@ -199,10 +204,11 @@ def _sizes(anchor: Node, code: FunctionCode) -> dict[str, int]:
 
 
 def group_kernels(nodes: list[Node]) -> list[Kernel]:
-    """Split nodes (in topological order) into kernels; nodes that fit no kernel are left out. In an int8
-    program a kernel is taken only with its dequantize/quantize nodes around it (hil.aot.neutron_sim_qdq):
-    a float operator stays on the CPU."""
-    int8 = is_quantized_graph(nodes)
+    """Split nodes (in topological order) into kernels; nodes that fit no kernel are left out. A kernel is taken
+    only with its dequantize/quantize nodes around it (hil.aot.neutron_sim_qdq): a float operator stays on the
+    CPU, as no Neutron runs one, so a float program gives no kernel at all."""
+    if not is_quantized_graph(nodes):
+        return []
     taken: set[Node] = set()
     kernels: list[Kernel] = []
     for node in nodes:
@@ -222,11 +228,11 @@ def group_kernels(nodes: list[Node]) -> list[Kernel]:
         if code in _MAC_ANCHORS | {FunctionCode.ADD} and (act := _only_user(tail)) is not None:
             if act.op == "call_function" and op_name(act) in _ACTIVATIONS:
                 group.append(act)
-        if int8:
-            cluster = qdq_cluster(node, group[-1])
-            if cluster is None:
-                continue  # a float operator: Neutron runs int8 only
-            group = [n for n in cluster if n not in group[-1].users] + group + list(group[-1].users)
+        cluster = qdq_cluster(node, group[-1])
+        if cluster is None:
+            continue  # a float operator: Neutron runs int8 only
+        quantizes = list(group[-1].users)
+        group = [n for n in cluster if n not in quantizes] + group + quantizes
         group = [n for n in group if n not in taken]
         taken.update(group)
         real = [n for n in group if not _is_getitem(n)]
@@ -237,7 +243,8 @@ def group_kernels(nodes: list[Node]) -> list[Kernel]:
                 if one not in handles:  # a decomposed linear gives permute and addmm the same handle
                     handles.append(one)
         kernels.append(
-            Kernel(len(kernels), int(code), code.name, [op_type(n) for n in real], handles, nodes=group, **_sizes(node, code))
+            Kernel(len(kernels), int(code), code.name, [op_type(n) for n in real], handles, quantized_dtype(quantizes),
+                   nodes=group, **_sizes(node, code))
         )
     return kernels
 
@@ -334,7 +341,7 @@ def parse_payload(processed: bytes) -> dict:
         payload = json.loads(processed.split(PAYLOAD_SEPARATOR, 1)[0])
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"not a {BACKEND_ID} payload: {exc}") from None
-    if not isinstance(payload, dict) or payload.get("format") != PAYLOAD_FORMAT:
+    if not isinstance(payload, dict) or payload.get("format") not in PAYLOAD_FORMATS:
         raise ValueError(f"not a {BACKEND_ID} payload (format {payload.get('format') if isinstance(payload, dict) else None!r})")
     return payload
 
@@ -361,19 +368,29 @@ def _after_lowering(edge: object, executorch_manager: object) -> dict:
     return {"neutron_sim": {"backend": BACKEND_ID, "simulated": True, "delegate_calls": calls}}
 
 
+def _edge_nodes(edge: object) -> list[Node]:
+    return list(edge.exported_program().graph.nodes)
+
+
 def _lowering_plan(source: object, options: dict) -> LoweringPlan:
     """`export_model(delegate="neutron-sim")`: the simulated partitioner; with `quantize`, a stand-in for
     NeutronQuantizer first (its scheme: hil.aot.quantize.neutron_scheme_quantizer), and then only the int8
     operators are delegated."""
     reasons: dict[str, str] = {}
+    notes: list[str] = []
 
     def read_reasons(edge: object) -> object:
-        """Why each operator stayed on the CPU, read from the lowered edge graph before to_executorch rewrites it."""
-        reasons.update(cpu_reasons(list(edge.exported_program().graph.nodes)))
+        """Why each operator stayed on the CPU, read from the lowered edge graph before to_executorch rewrites it;
+        and the run's note when the NPU got nothing (a float program)."""
+        nodes = _edge_nodes(edge)
+        reasons.update(cpu_reasons(nodes))
+        note = delegate_note(nodes, any("executorch_call_delegate" in str(n.target) for n in nodes))
+        notes.extend([note] if note else [])
         return edge
 
     def after(edge: object, executorch_manager: object) -> dict:
-        return {**_after_lowering(edge, executorch_manager), "cpu_reasons": dict(reasons)}
+        extra = {**_after_lowering(edge, executorch_manager), "cpu_reasons": dict(reasons)}
+        return {**extra, "delegate_note": notes[0]} if notes else extra
 
     plan = LoweringPlan(partitioners=neutron_sim_partitioners(), after_lowering=after, edge_transform=read_reasons)
     if quantize.wants_quantization(options):

@@ -20,6 +20,11 @@ _QUANTIZE = ("quantize_per_tensor", "quantize_per_channel")
 # Nodes between a dequantize and its compute node that move data only (the weight transpose of a linear).
 _PASS_THROUGH = ("permute_copy", "view_copy", "squeeze_copy", "unsqueeze_copy", "clone")
 FLOAT_REASON = "float operator: Neutron runs int8 only"
+# A float program: nothing is delegated (no Neutron runs a float operator); the user's way to the NPU is --quantize.
+FLOAT_PROGRAM_REASON = "float operator: the Neutron NPU runs int8 only; --quantize quantizes as NXP's flow does"
+FLOAT_PROGRAM_NOTE = ("float program: nothing for the simulated Neutron NPU (it runs int8 only), every operator "
+                      "ran on the CPU; --quantize quantizes as NXP's flow does")
+NOTHING_DELEGATED_NOTE = "int8 program: no operator of it is one the simulated Neutron NPU runs; all ran on the CPU"
 
 
 def _named(node: object, names: tuple[str, ...]) -> bool:
@@ -81,8 +86,9 @@ UNSUPPORTED_REASON = "not an operator the simulated NPU runs"
 
 def cpu_reasons(nodes: list[Node]) -> dict[str, str]:
     """Why each operator left on the CPU of a lowered program is there, by its short name (`_softmax`), as
-    the table shows it: a quantize/dequantize at the NPU's boundary, a float operator of an int8 program (Neutron
-    runs int8 only), or an operator (int8 or float) the simulated NPU does not run."""
+    the table shows it: any operator of a float program (nothing of it is delegated), a quantize/dequantize at the
+    NPU's boundary, a float operator of an int8 program (Neutron runs int8 only), or an int8 operator the simulated
+    NPU does not run."""
     int8 = is_quantized_graph(nodes)
     reasons: dict[str, str] = {}
     for node in nodes:
@@ -91,7 +97,9 @@ def cpu_reasons(nodes: list[Node]) -> dict[str, str]:
             continue
         name = getattr(node.target, "__name__", str(node.target)).split(".")
         short = name[1] if len(name) >= 3 else name[-1]
-        if is_dequantize(node) or is_quantize(node):
+        if not int8:
+            reasons.setdefault(short, FLOAT_PROGRAM_REASON)
+        elif is_dequantize(node) or is_quantize(node):
             reasons.setdefault(short, BOUNDARY_REASON)
         elif int8 and qdq_cluster(node, node) is None:
             reasons.setdefault(short, FLOAT_REASON)
@@ -101,9 +109,27 @@ def cpu_reasons(nodes: list[Node]) -> dict[str, str]:
 
 
 def int8_bytes(node: object) -> int | None:
-    """The stored bytes of a dequantized constant (its int8 input), or None for any other node."""
+    """The stored bytes of a dequantized constant (its int8 input), also through a pass-through (the weight transpose
+    of a linear), or None for any other node."""
+    while isinstance(node, Node) and node.op == "call_function" and node.args and isinstance(node.args[0], Node) \
+            and any(name in str(node.target) for name in _PASS_THROUGH):
+        node = node.args[0]
     if not is_dequantize(node):
         return None
     source = node.args[0]  # type: ignore[union-attr]
     val = source.meta.get("val") if isinstance(source, Node) else None
     return None if val is None else int(val.numel() * val.element_size())
+
+
+def quantized_dtype(quantize_nodes: list[Node]) -> str:
+    """The integer type a kernel's quantize nodes make ('int8'), as the payload records it: the cost model counts
+    its MACs at the NPU's int8 rate, and the replay refuses a kernel of any other type."""
+    names = {str(node.args[5]).removeprefix("torch.") for node in quantize_nodes if len(node.args) > 5}
+    return names.pop() if len(names) == 1 else "mixed"
+
+
+def delegate_note(nodes: list[Node], delegated: bool) -> str | None:
+    """The once-per-run note when the simulated NPU got nothing of the program (None when it got some)."""
+    if delegated:
+        return None
+    return NOTHING_DELEGATED_NOTE if is_quantized_graph(nodes) else FLOAT_PROGRAM_NOTE

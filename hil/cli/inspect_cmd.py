@@ -119,6 +119,7 @@ def inspect_run(folder: Path, drift_snr_db: float | None = None, *, verify: bool
         numerics["cpu_fallback_reasons"] = manifest.cpu_fallback_reasons
     footprint = {key: value for key, value in (manifest.footprint or {}).items() if key in ("stack", "code_size")}
     profile = finish_profile(built, warmup=int(manifest.warmup or 0), delegate=manifest.delegate, **footprint,
+                             delegate_note=manifest.delegate_note,
                              **numerics, **dict(manifest.annotations or {}))
     if (folder / "debug.bin").is_file():
         from hil.drift.run_step import drift_of_folder

@@ -3,9 +3,9 @@
 Why a command: a user who installed et-hil from a wheel has no checkout, so no `make firmware`
 at a repository's root, and the board file's default image lies inside site-packages. The package
 carries the firmware's sources and its makefile (firmware/rt700/rt700.mk); this command exports
-the program (as `hil export`, unless MODEL is a .pte already), then runs that makefile's
-`firmware` target (the one place the build's steps are written) with this interpreter, the pinned
-source workspace (`hil sources`) and a build folder inside DIR. The image is DIR/hil_rt700.elf,
+the program (as `hil export`, unless MODEL is a .pte already), then builds the image as a run
+on `--board rt700`/`rt700-emu` does (hil.firmware.rt700_runtime: the runtime once per workspace and toolchain in
+the cache, the program a link), so DIR's copy is the very bytes such a run flashes. The image is DIR/hil_rt700.elf,
 for `hil run --board rt700 --elf` or pytest's `--hil-elf`.
 """
 
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_quantize_arguments(parser)
     parser.add_argument("--out", required=True, metavar="DIR",
-                        help=f"folder for model.pte, etrecord.bin, the build folder, build.log and {ELF_NAME}")
+                        help=f"folder for model.pte, etrecord.bin and {ELF_NAME}")
     parser.add_argument("--export-timeout", type=float, default=None, metavar="S",
                         help="seconds the export of a model file may take (default 600)")
     parser.add_argument("--jobs", type=int, default=None, metavar="N", help="compile jobs (default: one per core)")
@@ -50,27 +50,11 @@ def run(args: argparse.Namespace) -> int:
     if workspace is None:
         raise EnvironmentFault(f"no firmware source workspace at {workspace_folder()} (RT700_SDK_DIR), so no RT700 "
                                f"image is built; assemble it with {HINT}")
-    make = shutil.which("make")
-    if make is None:
-        raise EnvironmentFault("'make' not found on PATH, so no RT700 image is built; apt-get install make")
     pte = _program(args, out)
-    from hil.base.paths import FIRMWARE_DIR
-    from hil.firmware.toolchain import BuildCommandError, run_logged
+    from hil.firmware.rt700_runtime import build_rt700_image
 
-    log = out / "build.log"
-    log.unlink(missing_ok=True)
-    command = [make, "-f", str(FIRMWARE_DIR / "rt700" / "rt700.mk"), "firmware", "BOARD=rt700", f"MODEL={pte}",
-               f"RT700_SDK_DIR={workspace}", f"RT700_BUILD={out / 'build'}", f"PYTHON={sys.executable}",
-               f"RT700_JOBS={args.jobs or os.cpu_count() or 2}"]
-    print(f"{COMMAND}: building the RT700 image of {pte} from {workspace} (log: {log}) ...", file=sys.stderr)
-    try:
-        run_logged(command, cwd=out, log=log, timeout=BUILD_TIMEOUT_S)
-    except BuildCommandError as exc:
-        from hil.firmware.build_faults import disk_full
-
-        cause = disk_full(log, "build") or f"`make ... firmware` {exc.reason}"
-        raise BuildError(f"the RT700 image of {pte} was not built: {cause} (log: {log})") from None
-    shutil.copyfile(out / "build" / ELF_NAME, out / ELF_NAME)
+    elf = build_rt700_image(pte, workspace, jobs=args.jobs, say=lambda line: print(f"{COMMAND}: {line}", file=sys.stderr))
+    shutil.copyfile(elf, out / ELF_NAME)
     print(out / ELF_NAME)
     print(f"run it with: hil run --board rt700 --model {args.model} --elf {out / ELF_NAME} --out RUN_DIR")
     return 0

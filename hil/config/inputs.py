@@ -42,6 +42,11 @@ def check_model_fits(cfg: "BoardConfig", pte_path: Path) -> dict[str, int]:
     `[memory].program_bytes` is the room for the .pte itself (the RT700 firmware copies it to its 1 MiB
     model region), `[memory].planned_bytes` the room for the method's planned buffers (its method
     allocator pool). A board file without them is not checked. Returns the sizes found.
+
+    The planned bytes are a floor, not the pool's whole need: the method's own tables (values, tensors, kernel
+    and argument lists) come from the same pool, and their size on the target is not in the .pte. A program that
+    passes here can still fail at `load_method` with error 0x21; the run's message then says so
+    (hil.target.run_config).
     """
     from hil.records.pte import pte_memory
 

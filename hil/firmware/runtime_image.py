@@ -141,7 +141,7 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
     final = root / "images" / image_key[:24] / ELF_NAME
     if served(final.parent, IMAGE_WHAT):  # checked: a damaged ELF is removed and linked again
         return final
-    with _locked(root, f"the image of {pte}"):
+    with Locked(root, f"the image of {pte}"):
         if served(final.parent, IMAGE_WHAT):  # another harness built it while we waited
             return final
         build = _prepare_runtime(root, sources)
@@ -178,7 +178,7 @@ def build_runtime_image(pte: Path, sources: RuntimeSources, *, flatc: Path | Non
                 raise
             raise BuildError(f"QEMU runtime image for {pte}: {cause} (log: {log})") from exc
         record_libraries(root, build)
-        _publish(build / ELF_NAME, final)
+        publish(build / ELF_NAME, final)
         for made in (model, *(() if generated is None else (generated.kernel_list, generated.sim_table))):
             if made is not None:
                 made.unlink(missing_ok=True)
@@ -205,7 +205,7 @@ def _runtime_key(sources: RuntimeSources, compiler: str, flatc: Path | None, fir
     for label, blob in (("version", _RUNTIME_VERSION.encode()), ("compiler", compiler.encode()),
                         ("pins", sources.pins_record), ("flatc", file_sha256(flatc).encode() if flatc else b"")):
         digest.update(f"{label}:{len(blob)}:".encode() + blob)
-    _hash_tree(digest, tuple(firmware / part for part in _RUNTIME_INPUTS))
+    hash_tree(digest, tuple(firmware / part for part in _RUNTIME_INPUTS))
     return digest.hexdigest()
 
 
@@ -214,11 +214,11 @@ def _image_key(runtime_key: str, pte: bytes, options: dict[str, str]) -> str:
     digest = hashlib.sha256(runtime_key.encode() + _IMAGE_VERSION.encode())
     digest.update(hashlib.sha256(pte).digest())
     digest.update(repr(sorted(options.items())).encode())
-    _hash_tree(digest, _IMAGE_INPUTS)
+    hash_tree(digest, _IMAGE_INPUTS)
     return digest.hexdigest()
 
 
-def _hash_tree(digest: "hashlib._Hash", paths: tuple[Path, ...]) -> None:
+def hash_tree(digest: "hashlib._Hash", paths: tuple[Path, ...]) -> None:
     for path in paths:
         files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.suffix in _SOURCE_SUFFIXES)
         for file in files:
@@ -305,12 +305,12 @@ def _first_error(log: Path) -> str | None:
     return None
 
 
-def _publish(elf: Path, final: Path) -> None:
+def publish(elf: Path, final: Path) -> None:
     """Copy the ELF into its image folder in one rename, so a reader never sees half of it."""
     final.parent.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".image.", dir=final.parent.parent))
     try:
-        copy_file(elf, work / ELF_NAME)
+        copy_file(elf, work / final.name)
         seal(work)  # the ELF's size and sha256, recorded once it is whole
     except OSError:  # a full disk: no half entry left behind
         shutil.rmtree(work, ignore_errors=True)
@@ -324,21 +324,22 @@ def _publish(elf: Path, final: Path) -> None:
             raise
 
 
-class _locked:
+class Locked:
     """An exclusive flock on the build folder `root`, waited for up to LOCK_TIMEOUT_S; a folder that cannot
     be written (a read-only cache) is a BuildError naming it and what was to be built."""
 
-    def __init__(self, root: Path, what: str) -> None:
+    def __init__(self, root: Path, what: str, kind: str = "QEMU runtime") -> None:
         self.path = root / ".lock"
         self.what = what
+        self.kind = kind
         self.fd: int | None = None
 
-    def __enter__(self) -> "_locked":
+    def __enter__(self) -> "Locked":
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.fd = no_follow(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
-            raise BuildError(f"the QEMU runtime cache folder {self.path.parent} cannot be written ({exc.strerror}): "
+            raise BuildError(f"the {self.kind} cache folder {self.path.parent} cannot be written ({exc.strerror}): "
                              f"a read-only cache serves only the images it holds, and {self.what} is not among "
                              "them; point HIL_CACHE_DIR at a writable copy of it") from None
         deadline = time.monotonic() + LOCK_TIMEOUT_S
@@ -349,7 +350,7 @@ class _locked:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     os.close(self.fd)
-                    raise BuildError(f"the QEMU runtime build folder {self.path.parent} stayed locked for "
+                    raise BuildError(f"the {self.kind} build folder {self.path.parent} stayed locked for "
                                      f"{LOCK_TIMEOUT_S:g} s by another build") from None
                 time.sleep(0.5)
 

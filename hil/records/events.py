@@ -157,6 +157,18 @@ def op_type_matches(event_name: str, op_types: list[str]) -> bool | None:
     return False
 
 
+def kernel_op_types(event_name: str, op_types: list[str]) -> list[str]:
+    """The op types a CPU event's own kernel runs: those of `op_types` that fit its `native_call_*` name.
+
+    Why: in an int8 program a quantize/dequantize kernel shares debug handles with the operator beside it, so the
+    Inspector lists that neighbour (often a delegated convolution or linear) among the event's op types; a CPU
+    fallback list built from them named operators the NPU ran. When the name says nothing (not a kernel wrapper)
+    or nothing fits, the op types are kept as given: the pairing check (hil.analysis.pairing) speaks for those.
+    """
+    fitting = [t for t in op_types if op_type_matches(event_name, [t])]
+    return fitting or list(op_types)
+
+
 def unique(items: Iterable[str]) -> list[str]:
     """Order-preserving de-duplication (DELEGATE_CALL lists each delegated op once per handle)."""
     seen: dict[str, None] = {}

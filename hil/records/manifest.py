@@ -50,6 +50,7 @@ class Manifest(JsonRecord):
     delegate: str | None = None
     quantization: Mapping[str, Any] | None = None  # hil.aot.quantize.QuantizationRecord; null for a float program
     cpu_fallback_reasons: Mapping[str, Any] | None = None  # why each CPU operator was not delegated (the lowering's)
+    delegate_note: str | None = None  # once per run: the delegate got nothing of the program (a float one on neutron-sim)
     time_scale: Mapping[str, Any] | None = None
     firmware: str | None = None
     firmware_sha256: str | None = None

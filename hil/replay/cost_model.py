@@ -20,6 +20,11 @@ from dataclasses import dataclass
 
 # --- Neutron NPU (assumed eIQ Neutron N3-64: 64 int8 MACs per cycle) --------------------------------
 NPU_MACS_PER_CYCLE = 64
+"""int8 multiply-accumulates per NPU cycle. The RT700's NPU is the eIQ Neutron N3-64 (ExecuTorch backends/nxp/
+README.md, "Supported NXP platforms"); 64 is read from that name, an assumption: the real figure is the
+converter's target data (NeutronTargetSpec.get_num_macs() in backends/nxp/backend/neutron_target_spec.py, from
+NXP's eIQ Neutron SDK, which CI does not have). Only int8 kernels are timed with it: a payload kernel whose dtype
+is not int8 is refused (hil.replay.neutron_etdump), since no Neutron runs a float operator."""
 NPU_ELEMENTS_PER_CYCLE = 16
 """Element-wise / pooling / reduction throughput (vector unit)."""
 NPU_KERNEL_LAUNCH_CYCLES = 600

@@ -98,9 +98,20 @@ def program_steps(program: schema.Program, plan: schema.ExecutionPlan, where: st
                     payload = payload_of(program, delegate)
                 except ValueError as exc:
                     raise ModelError(f"{where}: delegate at instruction {instr_id}: {exc}") from None
+                _refuse_non_int8(payload["kernels"], where, instr_id)
                 steps.append({"kind": "neutron", "chain": chain_index, "instruction_id": instr_id,
                               "kernels": payload["kernels"]})
     return steps
+
+
+def _refuse_non_int8(kernels: list[dict], where: str, instr_id: int) -> None:
+    """The cost model counts int8 MACs (cost_model.NPU_MACS_PER_CYCLE): a kernel of another type (a float kernel
+    of a payload made before neutron-sim took int8 only) would get an int8 time no Neutron gives it."""
+    for kernel in kernels:
+        if kernel.get("dtype") != "int8":
+            raise ModelError(f"{where}: delegate at instruction {instr_id}: kernel {kernel.get('index')} "
+                             f"({kernel.get('function')}) is {kernel.get('dtype') or 'float'}, not int8; the simulated "
+                             "NPU times int8 kernels only: export the program again (with --quantize)")
 
 
 def _check_etrecord(etrecord: Any, steps: list[dict], where: str) -> None:

@@ -57,10 +57,14 @@ def board_provenance(cfg: BoardConfig) -> dict[str, Any]:
             "board_file_sha256": sha256_file(source) if source else None}
 
 
-def finish_profile(built: Mapping[str, Any], *, warmup: int = 0, **keys: Any) -> Profile:
+def finish_profile(built: Mapping[str, Any], *, warmup: int = 0, delegate_note: str | None = None,
+                   **keys: Any) -> Profile:
     """The profile a run folder holds: `build_profile`'s, then `keys` the run knows beside the dump
-    (`delegate`, what ran on QEMU), in that order, then its first `warmup` iterations dropped."""
+    (`delegate`, what ran on QEMU), in that order, then its first `warmup` iterations dropped. `delegate_note`
+    (the lowering's: the delegate got nothing of the program) joins the profile's notes, under the table."""
     profile = Profile.from_json(built)
+    if delegate_note:
+        profile = profile.replace(notes=(*profile.notes, delegate_note))
     if keys:
         profile = profile.replace(**keys)
     return drop_warmup(profile, warmup) if warmup else profile

@@ -33,7 +33,8 @@ class PreparedImage:
     elf: Path
     time_scale: TimeScale
     simulation: dict | None = None
-    firmware: str = "user"  # "runtime" | "replay" on QEMU, "user" for an image of the user's on the RT700
+    # "runtime" | "replay" on QEMU; on the RT700 boards "harness" (built here, hil.firmware.rt700_runtime) or "user"
+    firmware: str = "user"
     # How its ETDump leaves the target (hil.config.etdump_bound): the figures, with "stream"; None for a replay image.
     transport: dict[str, Any] | None = None
 
@@ -49,6 +50,8 @@ def prepare_image(request: RunRequest, compiled: CompiledModel, checked: Checked
     cfg = request.board
     if checked.elf is not None:
         return _users_image(request, checked)
+    if cfg.kind != "qemu":
+        return _rt700_image(request, checked, timer)
     firmware = choose_qemu_firmware(cfg, checked.delegate, crafted=bool(request.image_options),
                                     required=request.required_firmware)
     debug_options: dict[str, str] = {}
@@ -120,7 +123,28 @@ def _runtime(request: RunRequest, checked: CheckedRequest, elf: Path) -> Prepare
     truth: dict[str, Any] | None = None
     if checked.delegate == "neutron-sim":
         truth = simulation_truth(pte, _npu_mhz(request), RUNTIME_TICK_MHZ, runs)
+        if not truth["delegates"]:  # nothing delegated (a float program): no simulated NPU ran, nothing to say of one
+            truth = None
     return PreparedImage(elf, runtime_time_scale(request.board), truth, firmware="runtime")
+
+
+def _rt700_image(request: RunRequest, checked: CheckedRequest, timer: StepTimer) -> PreparedImage:
+    """The RT700 bench image of the run's program, built by the harness (hil.firmware.rt700_runtime), labelled so."""
+    from hil.firmware.qemu_firmware import find_workspace, workspace_folder
+    from hil.firmware.rt700_runtime import build_rt700_image
+    from hil.firmware.sources_cmd import HINT
+
+    cfg, pte = request.board, request.out_dir / "model.pte"
+    transport = _transport(request, checked)  # before the build: a count no transport takes is refused here
+    workspace = find_workspace()
+    if workspace is None:
+        raise EnvironmentFault(f"board '{cfg.name}': no firmware.elf given (--hil-elf) and no firmware source "
+                               f"workspace at {workspace_folder()} (RT700_SDK_DIR) to build the image from; "
+                               f"assemble it with {HINT}, or pass your own image")
+    with timer.step("build_image", "build the RT700 bench image (the runtime once, the program a link)"):
+        elf = build_rt700_image(pte, workspace, say=timer.report)
+    return PreparedImage(elf, board_time_scale(cfg.kind, cfg.clock_mhz, neutron=checked.delegate != "none"),
+                         firmware="harness", transport=transport)
 
 
 def _users_image(request: RunRequest, checked: CheckedRequest) -> PreparedImage:

@@ -136,6 +136,8 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
                           quantization=None if compiled.quantization is None else compiled.quantization.to_json())
         if compiled.extra.get("cpu_reasons"):  # the lowering's words; no dump holds them: `hil inspect RUN_DIR` reads them here
             provenance["cpu_fallback_reasons"] = compiled.extra["cpu_reasons"]
+        if compiled.extra.get("delegate_note"):  # once per run: the delegate got nothing (a float program on neutron-sim)
+            provenance["delegate_note"] = compiled.extra["delegate_note"]
         atomic.copy_file(compiled.pte_path, out / "model.pte")
         atomic.copy_file(compiled.etrecord_path, out / "etrecord.bin")
         if compiled.extra.get("conversion_log"):
@@ -147,7 +149,10 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
             provenance["debug_buffer"] = check_debug_fits(request.board, out / "model.pte", checked.plan.runs)
         run_inputs = _run_inputs(request, compiled, out / "model.pte")  # wrong inputs are refused before any image
         prepared = prepare_image(request, compiled, checked, timer)
-        reason = skip_reason(enabled=request.numerics, firmware=prepared.firmware, delegate=delegate, elf=prepared.elf)
+        # A program the delegate took nothing of (a float one on neutron-sim) runs wholly on the CPU kernels: its
+        # outputs are computed and compared like a CPU-only program's, never said "not computed (simulated NPU)".
+        reason = skip_reason(enabled=request.numerics, firmware=prepared.firmware,
+                             delegate=delegate if compiled.delegated else "none", elf=prepared.elf)
         if run_inputs is not None and reason in (None, SIM_NPU_REASON):  # an image that takes inputs gets them
             checked = replace(checked, plan=replace(checked.plan, inputs=run_inputs.tensors,
                                                     ram=tuple(request.board.ram_regions)))
@@ -210,6 +215,7 @@ def _run_in(folder: RunFolder, request: RunRequest, timer: StepTimer) -> RunResu
             provenance["annotations"] = {"firmware": "rt700-emu",
                                          "time_base": emulated_time_base(request.board.clock_mhz)}
         profile = finish_profile(built, warmup=request.warmup, delegate=delegate, **sections,
+                                 delegate_note=provenance.get("delegate_note"),
                                  quantization=provenance.get("quantization"),
                                  **({"cpu_fallback_reasons": provenance["cpu_fallback_reasons"]}
                                     if "cpu_fallback_reasons" in provenance else {}),
@@ -282,7 +288,7 @@ def _drift(out: Path, compiled: CompiledModel, capture: RunCapture, checked: Che
     with timer.step("drift", "compare every operator's outputs with the ETRecord (numeric gap)"):
         # `written`: the torch inputs the harness wrote into the target (hil.numerics); None: its fill byte.
         return run_step.analyse(out, compiled, capture.debug_buffer, runs=checked.plan.runs, threshold_db=threshold,
-                                simulated_npu=checked.delegate == "neutron-sim", inputs=written, figures={
+                                simulated_npu=checked.delegate == "neutron-sim" and compiled.delegated, inputs=written, figures={
                                     "debug_buffer_bytes": request.board.get("memory.debug_buffer_bytes")})
 
 

@@ -190,18 +190,17 @@ def _checked_numbers(request: RunRequest, board: RunSettings) -> tuple[float, fl
 
 
 def firmware_elf(cfg: BoardConfig, model: str, delegate: str, text: str) -> Path | None:
-    """The user's firmware image (`firmware.elf`, `--elf`), checked; None on QEMU without one (the replay image).
+    """The user's firmware image (`firmware.elf`, `--elf`), checked; None without one (the harness builds it).
 
-    The RT700 always runs one; QEMU runs one when given (a user's own mps2-an505 firmware that
+    Without one, QEMU runs the image the harness builds and the RT700 boards the bench image it builds
+    (hil.firmware.rt700_runtime); either runs a user's own when given (a user's own mps2-an505 firmware that
     speaks the handshakes), else the replay image the harness builds. `{model}` and `{delegate}` let
     one board file serve a suite with an image per program; a relative path in the board file was
     made absolute against the board file's own folder when the file was read (`--hil-elf` paths
     arrive absolute, from the working directory).
     """
-    if not text:
-        if cfg.kind == "qemu":
-            return None
-        raise BoardConfigError(f"board '{cfg.name}' ({cfg.source}): missing setting 'firmware.elf' (or pass --hil-elf)")
+    if not text:  # QEMU's image and the RT700 boards' are then built by the harness (hil.run.image)
+        return None
     elf = Path(text.format(model=model, delegate=delegate)).expanduser()
     if not elf.is_file() and cfg.kind in ("rt700", "rt700-emu"):
         from hil.base.commands import rt700_image

@@ -243,13 +243,9 @@ def locate(gdb: GdbMiSession, address: int) -> CodeLocation:
     return CodeLocation(address, function, file, line)
 
 
-def _read_register(gdb: GdbMiSession, name: str) -> int:
-    """A 32-bit core register (gdb widens a negative `$lr`, an EXC_RETURN, to 64 bits: cut it back)."""
-    return gdb.evaluate_int(f"${name}") & 0xFFFFFFFF
-
-
 def _read_core(gdb: GdbMiSession) -> dict[str, int]:
-    return {name: _read_register(gdb, name) for name in ("pc", "lr", "sp", "xpsr")}
+    """pc, lr, sp, xpsr as 32-bit values (GdbMiSession.register_int: xPSR's flags type, a widened EXC_RETURN)."""
+    return {name: gdb.register_int(name) for name in ("pc", "lr", "sp", "xpsr")}
 
 
 def _read_fault_registers(gdb: GdbMiSession) -> tuple[FaultRegisters | None, list[str]]:
@@ -279,7 +275,7 @@ def _stacked_frame(gdb: GdbMiSession, core: dict[str, int], notes: list[str]) ->
     pointer = None
     for name in candidates:
         try:
-            pointer = _read_register(gdb, name)
+            pointer = gdb.register_int(name)
             break
         except TargetError:
             continue

@@ -258,6 +258,27 @@ class GdbMiSession:
         except (ValueError, IndexError) as exc:
             raise TargetError(f"{self.name}: '{expression}' is not an integer: gdb printed {value!r}") from exc
 
+    def register_int(self, name: str) -> int:
+        """A core register's raw 32-bit value, by name (`xpsr`, `lr`, ...).
+
+        Why not `evaluate_int("$xpsr")` alone: pyOCD's target description gives xPSR a flags type, and gdb
+        refuses to cast a flags value to an integer, so the cast that serves every other register fails
+        there. Then the register's number is looked up and its value asked in hex, which has no type to refuse.
+        """
+        try:
+            return self.evaluate_int(f"${name}") & 0xFFFFFFFF
+        except TargetError:
+            pass
+        names = list((self.command("-data-list-register-names").get("payload") or {}).get("register-names", []))
+        if name not in names:
+            raise TargetError(f"{self.name}: the target has no register '{name}' (gdb names {len(names)})")
+        payload = self.command(f"-data-list-register-values x {names.index(name)}").get("payload") or {}
+        values = payload.get("register-values") or [{}]
+        try:
+            return int(str(values[0].get("value", "")), 16) & 0xFFFFFFFF
+        except ValueError as exc:
+            raise TargetError(f"{self.name}: register '{name}' read as {values[0]!r}, not a hex value") from exc
+
     def write_int(self, lvalue: str, value: int) -> None:
         """Assign `value` to a C lvalue in the target's memory (the core must be halted).
 

@@ -203,8 +203,24 @@ def _early_stop_reason(printed: str, plan: RunPlan) -> str | None:
         return problem
     errors = _HIL_ERROR.findall(printed)
     if errors:
-        return f"the firmware stopped after taking {plan.describe()}: {errors[0].strip()}"
+        return f"the firmware stopped after taking {plan.describe()}: {errors[0].strip()}{_pool_hint(errors[0])}"
     return None
+
+
+def _pool_hint(error: str) -> str:
+    """What error 0x21 (MemoryAllocationFailed, runtime/core/error.h) while the method is set up means here: the
+    method pool holds the planned buffers AND the method's own tables (its values, tensors, kernel and argument
+    lists), so a program whose planned bytes fit memory.planned_bytes (the only figure checked before flashing)
+    can still not fit; said, since the .pte alone does not give those tables' size on the target."""
+    if "error 0x21" not in error or not any(f"{step} failed" in error for step in _POOL_STEPS):
+        return ""
+    return (" (MemoryAllocationFailed: the method pool, the board file's memory.planned_bytes, holds the program's"
+            " planned buffers and the method's own tables; the check before flashing counts the planned buffers"
+            " only)")
+
+
+# The firmware's steps that allocate from the method pool (firmware/app/main.cpp): fail("<step>", ...).
+_POOL_STEPS = ("planned memory", "load_method", "prepare_inputs")
 
 
 def _left(deadline: float) -> float:

@@ -28,10 +28,10 @@ def hil(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*HIL, *args], cwd=REPO, capture_output=True, text=True, timeout=900)
 
 
-def debug_run(out: Path, delegate: str) -> subprocess.CompletedProcess:
+def debug_run(out: Path, delegate: str, *more: str) -> subprocess.CompletedProcess:
     """`hil run --debug-outputs` of the two-conv model, one iteration; it must pass."""
     done = hil("run", "--board", "qemu", "--model", TWO_CONV, "--delegate", delegate, "--debug-outputs",
-               "--iterations", "1", "--out", str(out))
+               "--iterations", "1", "--out", str(out), *more)
     assert done.returncode == 0, done.stdout + done.stderr
     return done
 
@@ -111,10 +111,27 @@ def test_a_simulated_npus_outputs_are_said_not_computed(tmp_path: Path) -> None:
     from executorch.exir.schema import DelegateCall
 
     out = tmp_path / "run"
-    assert "no gap: outputs not computed (simulated NPU)" in debug_run(out, "neutron-sim").stdout
+    # int8: the simulated NPU takes only quantized operators (a float program delegates nothing)
+    assert "no gap: outputs not computed (simulated NPU)" in debug_run(out, "neutron-sim", "--quantize").stdout
     drift = json.loads((out / "profile.json").read_text())["drift"]
     (plan,) = deserialize_pte_binary((out / "model.pte").read_bytes()).program.execution_plan
     calls = [ins for ins in plan.chains[0].instructions if isinstance(ins.instr_args, DelegateCall)]
     uncomputed = [entry for entry in drift["operators"] if entry["status"] == "outputs not computed (simulated NPU)"]
     assert len(uncomputed) == len(calls) > 0, drift
     assert drift["first_drift"] is None and all(entry["snr_db"] is None for entry in drift["operators"])
+
+
+@needs_runtime
+def test_a_float_program_on_the_simulated_npu_runs_on_the_cpu_and_its_outputs_are_compared(tmp_path: Path) -> None:
+    """neutron-sim takes nothing of a float program: its outputs are the CPU kernels' own, compared like any."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+    from executorch.exir.schema import DelegateCall
+
+    out = tmp_path / "run"
+    done = debug_run(out, "neutron-sim")
+    (plan,) = deserialize_pte_binary((out / "model.pte").read_bytes()).program.execution_plan
+    assert not [ins for ins in plan.chains[0].instructions if isinstance(ins.instr_args, DelegateCall)]
+    assert "not computed" not in done.stdout, done.stdout
+    profile = json.loads((out / "profile.json").read_text())
+    assert "delegated_outputs" not in profile and profile["numerics"].get("reason") is None, profile["numerics"]
+    assert profile["drift"]["operators"] and all(e["status"] in ("ok", "drift") for e in profile["drift"]["operators"])

@@ -23,8 +23,8 @@ from test_fault_matrix_readers import read_only
 from tiny_models import linear_relu_source
 
 # The simulated NPU's ETDump comes from its cost model, the same every run: the replay image is a cache hit.
-REPLAY = ("run", "--board", "qemu", "--model", "cifar10", "--delegate", "neutron-sim", "--iterations", "1",
-          "--firmware", "replay")
+REPLAY = ("run", "--board", "qemu", "--model", "cifar10", "--delegate", "neutron-sim", "--quantize", "--iterations",
+          "1", "--firmware", "replay")
 RUNTIME = (*RUN, "--iterations", "1", "--firmware", "runtime")
 
 

@@ -46,10 +46,10 @@ def one_line(done, status: int = 2) -> str:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Two real runs of cifar10 on the QEMU board: CPU only, and lowered to the simulated Neutron backend."""
+    """Two real runs of cifar10 on the QEMU board: CPU only, and int8 lowered to the simulated Neutron backend."""
     root = tmp_path_factory.mktemp("runs")
     made = {}
-    for name, extra in (("cpu", ("--no-delegate",)), ("npu", ())):
+    for name, extra in (("cpu", ("--no-delegate",)), ("npu", ("--quantize",))):
         done, _ = Hil()(*RUN, *extra, "--out", str(root / name), timeout=900)
         assert done.returncode == 0, done.stderr
         made[name] = root / name

@@ -22,7 +22,7 @@ RUNS = 3
 
 @pytest.fixture(scope="module")
 def user_image():
-    compiled = export_model("cifar10", delegate="neutron-sim")
+    compiled = export_model("cifar10", delegate="neutron-sim", options={"quantize": True})  # the NPU runs int8 only
     buffer = simulated_buffer(compiled, iterations=RUNS, clock_mhz=324, seed=3, jitter=0.0)
     return compiled, buffer, build_qemu_image(buffer.etdump, buffer.console_lines, runs=RUNS)
 

@@ -43,8 +43,9 @@ def _run(out: Path, *extra: str) -> Path:
 
 @pytest.fixture(scope="module")
 def neutron_run(tmp_path_factory):
-    """One simulated-Neutron run of cifar10 (5 iterations after 1 warm-up) through the real CLI."""
-    return _run(tmp_path_factory.mktemp("inspect") / "run", "--warmup", "1")
+    """One simulated-Neutron run of int8 cifar10 (5 iterations after 1 warm-up) through the real CLI (a float
+    program gives the simulated NPU nothing: it runs int8 only)."""
+    return _run(tmp_path_factory.mktemp("inspect") / "run", "--warmup", "1", "--quantize")
 
 
 @pytest.fixture(scope="module")

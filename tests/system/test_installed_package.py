@@ -72,7 +72,7 @@ USER_TESTS = textwrap.dedent(
         from hil.replay.simulated import simulated_buffer
         from hil.firmware.qemu_image import build_qemu_image
 
-        compiled = export_model("cifar10", delegate="neutron-sim")
+        compiled = export_model("cifar10", delegate="neutron-sim", options={"quantize": True})
         buffer = simulated_buffer(compiled, iterations=2, clock_mhz=324)
         elf = build_qemu_image(buffer.etdump, buffer.console_lines, runs=2)  # stands in for the user's build
         hil_board.flash(elf)
@@ -282,7 +282,7 @@ def test_a_wheel_user_goes_from_the_doctor_to_a_green_runtime_run_with_hil_alone
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
 
 
-def test_the_missing_rt700_image_is_one_line_naming_the_command_that_builds_it(venv, tmp_path):
+def test_the_rt700_image_without_sources_is_one_line_naming_the_command_that_brings_them(venv, tmp_path):
     project = tmp_path / "bench-project"
     (project / "tests").mkdir(parents=True)
     (project / "tests" / "test_bench.py").write_text(
@@ -292,9 +292,11 @@ def test_the_missing_rt700_image_is_one_line_naming_the_command_that_builds_it(v
                            "rt700", "tests"], cwd=project, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     failure = done.stdout.split(" test_on_the_bench ", 1)[1].splitlines()[1]
-    assert failure.startswith(f"{project / 'tests' / 'test_bench.py'}:2: BoardConfigError: board 'rt700': firmware "
-                              "image "), failure
-    assert "`hil rt700-image --model cifar10 --delegate none --out DIR`, then pass --elf DIR/hil_rt700.elf" in failure
+    # No image of the user's and no workspace to build one from: the missing part, and what brings it.
+    assert failure.startswith(f"{project / 'tests' / 'test_bench.py'}:2: EnvironmentFault: board 'rt700': no "
+                              f"firmware.elf given (--hil-elf) and no firmware source workspace at "
+                              f"{tmp_path / 'no-sources'}"), failure
+    assert "`hil sources`" in failure and "or pass your own image" in failure
     assert "Traceback" not in done.stdout and "site-packages/hil/run" not in done.stdout and "`make" not in done.stdout
     # The command it names, on this machine without sources: the missing part, and what brings it (exit 3).
     built = _hil(venv, "rt700-image", "--model", "cifar10", "--out", str(tmp_path / "image"), cwd=project, env=env)

@@ -4,6 +4,7 @@ table `hil inspect` prints of the run folder the plugin kept)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -36,10 +37,14 @@ def test_hil_run_names_conv2_and_its_line_on_the_cpu_and_inside_the_delegate(run
     row = _conv2_row(done.stdout)
     assert row.startswith("native_call_convolution.o~ #2 cpu_op") and row.endswith(f"conv2 (conv_pair.py:{conv2})")
     done = run_cli("run", "--board", "qemu", "--model", f"{model}:factory", "--out", str(tmp_path / "npu"),
-                   "--iterations", "3", "-q")
+                   "--iterations", "3", "-q", "--quantize")  # int8: the simulated NPU takes no float operator
     assert done.returncode == 0, done.stderr[-3000:]
-    row = _conv2_row(done.stdout)  # a Neutron kernel, named through the delegate's debug-handle map
-    assert " npu_kernel " in row and row.endswith(f"conv2 (conv_pair.py:{conv2})"), done.stdout
+    # A Neutron kernel, named through the delegate's debug-handle map. In the int8 program a quantize node shares
+    # its producer's debug handle (relu's, line 17), so each kernel holding one also names that line.
+    assert re.search(r"^  \d+ +npu_kernel .* conv2 \(conv_pair\.py:", done.stdout, re.M), done.stdout
+    profile = json.loads((tmp_path / "npu" / "profile.json").read_text())
+    (kernel,) = [e for e in profile["events"] if e["kind"] == "npu_kernel" and e["modules"] == ["conv2"]]
+    assert f"conv_pair.py:{conv2}" in kernel["sources"] and "aten.convolution.default" in kernel["op_types"]
 
 
 SUITE = '''

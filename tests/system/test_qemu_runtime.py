@@ -271,14 +271,14 @@ def test_a_new_programs_image_compiles_its_registration_and_links_the_prebuilt_k
 
 
 def test_a_simulated_neutron_program_runs_on_the_target_with_the_simulations_kernel_times(tmp_path) -> None:
-    """cifar10 lowered to the simulated Neutron backend: the image's NeutronSimBackend posts each call's
+    """int8 cifar10 lowered to the simulated Neutron backend: the image's NeutronSimBackend posts each call's
     kernels; their durations in the dumped bytes equal simulation.json's (the Python port of
     NeutronBackend.cpp's rule over the same records), every iteration alike."""
     from executorch.devtools.etdump.serialize import deserialize_from_etdump_flatcc
 
     run = tmp_path / "sim"
     done = subprocess.run([*HIL, "run", "--board", "qemu", "--model", "cifar10", "--delegate", "neutron-sim",
-                           "--iterations", "2", "--out", str(run)], cwd=REPO, capture_output=True, text=True, timeout=900)
+                           "--quantize", "--iterations", "2", "--out", str(run)], cwd=REPO, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     profile = json.loads((run / "profile.json").read_text())
     assert profile["firmware"] == "runtime"

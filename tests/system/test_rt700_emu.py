@@ -200,3 +200,20 @@ def test_native_and_python_counts_equal_a_per_instruction_oracle_over_a_whole_in
     run_to(core, ready, RUN_TIMEOUT_S)
     oracle = seen[0] + failed[0] - sum(core.skipped.values()) - 1
     assert counts["native"] == counts["python"] == core.executed == oracle > 1_000_000
+
+
+def _registered_out_kernels(elf: Path) -> set[str]:
+    """The `<ns>::<op>.out` kernel names the image's registration holds, read with binutils' strings."""
+    text = subprocess.run(["arm-none-eabi-strings", "-n", "6", str(elf)], capture_output=True, text=True,
+                          timeout=60).stdout
+    return {line for line in text.splitlines() if re.fullmatch(r"(aten|quantized_decomposed|cortex_m)::\w+\.out", line)}
+
+
+def test_the_image_registers_exactly_its_own_programs_kernels(image):
+    """In the suite this image is linked in an RT700 build folder another program (cifar10) used first: the
+    operator list must be this program's, not the first one's (ExecuTorch's list rule ignores the model file)."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    program = deserialize_pte_binary((image / "model.pte").read_bytes()).program
+    wanted = {f"{op.name}.{op.overload}" for plan in program.execution_plan for op in plan.operators}
+    assert _registered_out_kernels(image / "hil_rt700.elf") == {op for op in wanted if op.endswith(".out")}

@@ -1,7 +1,8 @@
 """Files people share: modes that follow the umask, JUnit XML that validates as xunit2, the project's commit.
 
 One pytest session in a project of its own (a git repository this test creates and commits to),
-with a fresh cache, profiles a tiny model and writes JUnit XML and a history; `hil report` draws
+with a fresh export cache (its firmware folder the suite's: the runtime libraries are built once per suite, the
+tiny model's image is linked by this session), profiles a tiny model and writes JUnit XML and a history; `hil report` draws
 it. Then, from outside the harness: every file and folder it wrote has the mode `open()`/`mkdir()`
 give under umask 022; the XML passes an XSD of the xunit2 rules (properties only at suite level,
 testcase attributes limited to name/classname/time) with numeric key figures; the manifest names
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from shared_firmware import cache_sharing_firmware
 from tiny_models import linear_relu_source
 
 # The xunit2 rules pytest follows (its default junit_family), written out for this test: a testcase
@@ -99,7 +101,7 @@ def session(tmp_path_factory):
     _git(project, "add", ".")
     _git(project, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "project")
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_SHA", "CI_COMMIT_SHA")}
-    env["HIL_CACHE_DIR"] = str(project / "cache")
+    env["HIL_CACHE_DIR"] = str(cache_sharing_firmware(project / "cache"))
 
     def umask_022() -> None:
         os.umask(0o022)
@@ -118,7 +120,10 @@ def session(tmp_path_factory):
 
 def test_everything_written_is_readable_by_others_under_umask_022(session):
     wrong = []
-    for root in (session / "hil-artifacts", session / "cache", session / "out"):
+    (manifest,) = (session / "hil-artifacts").rglob("manifest.json")
+    image = Path(json.loads(manifest.read_text())["firmware"]).parent  # the image folder this session linked
+    # rglob does not enter the cache's `firmware` link (the suite's folder), so the image is named on its own.
+    for root in (session / "hil-artifacts", session / "cache", session / "out", image):
         for path in [root, *root.rglob("*")]:
             mode = stat.S_IMODE(path.stat().st_mode)
             allowed = (0o755,) if path.is_dir() else (0o644, 0o755)  # 0755: an executable (the linked ELF)

@@ -46,3 +46,22 @@ def write_host_etdump(buffer: bytes, inputs: tuple, iterations: int, etdump: Pat
         runner.forward(inputs)
     runner.write_etdump_result_to_file(str(etdump), str(etdump.with_suffix(".debug")))
     del runner  # before the buffer goes: the binding does not copy it
+
+
+def lower_neutron_sim(model: "object", inputs: tuple, *, int8: bool = True) -> tuple:
+    """(edge, executorch program) as neutron-sim lowers `model`: int8 first (the stand-in quantizer, calibrated on
+    `inputs`: the only programs the simulated NPU takes), or float (`int8=False`: it takes nothing of them)."""
+    import torch
+    from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+
+    from hil.aot.neutron_sim import neutron_sim_partitioners
+    from hil.aot.quantize import Calibration, load_out_variants, neutron_scheme_quantizer, quantize_pt2e
+
+    torch.manual_seed(0)
+    model = model.eval()
+    if int8:
+        model = quantize_pt2e(model, inputs, neutron_scheme_quantizer(), Calibration((inputs,), "example inputs", "0" * 64))
+        load_out_variants()
+    edge = to_edge_transform_and_lower(
+        torch.export.export(model, inputs), partitioner=neutron_sim_partitioners(), generate_etrecord=True)
+    return edge, edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))

@@ -44,7 +44,9 @@ class Other(torch.nn.Module):
 
 
 class TwoLayers(torch.nn.Module):
-    """fc1 + relu (one Neutron kernel), sigmoid (left on the CPU), fc2 (another): two delegate calls."""
+    """fc1 + relu (one Neutron kernel), sigmoid (left on the CPU), fc2 (another): two delegate calls once
+    quantized (the simulated NPU takes int8 operators only). Its program's instructions: 0 quantize,
+    1 delegate, 2 dequantize, 3 sigmoid, 4 quantize, 5 delegate, 6 dequantize."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -55,10 +57,21 @@ class TwoLayers(torch.nn.Module):
         return self.fc2(torch.sigmoid(torch.relu(self.fc1(x))))
 
 
-def _export(module: torch.nn.Module, out: Path, stem: str, partitioner: list[Any] | None = None) -> Any:
+def _export(module: torch.nn.Module, out: Path, stem: str, partitioner: list[Any] | None = None,
+            quantizer: Any = None) -> Any:
     example = (torch.randn(1, 8),)
+    module = module.eval()
+    if quantizer is not None:
+        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+        from hil.aot.quantize import load_out_variants
+
+        load_out_variants()
+        prepared = prepare_pt2e(torch.export.export(module, example).module(), quantizer)
+        prepared(*example)
+        module = convert_pt2e(prepared)
     edge = to_edge_transform_and_lower(
-        torch.export.export(module.eval(), example), partitioner=partitioner, generate_etrecord=True
+        torch.export.export(module, example), partitioner=partitioner, generate_etrecord=True
     )
     program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))
     program.get_etrecord().save(str(out / f"{stem}.etrecord"))
@@ -71,11 +84,12 @@ def _build(out: Path) -> None:
     from programs import write_host_etdump
 
     from hil.aot.neutron_sim import neutron_sim_partitioners
+    from hil.aot.quantize import neutron_scheme_quantizer
 
     torch.manual_seed(0)
     program, example = _export(Tiny(), out, "tiny")
     _export(Other(), out, "other")
-    _export(TwoLayers(), out, "npu", neutron_sim_partitioners())
+    _export(TwoLayers(), out, "npu", neutron_sim_partitioners(), neutron_scheme_quantizer())
     write_host_etdump(program.buffer, example, ITERATIONS, out / "tiny.etdump")
 
 
@@ -205,12 +219,16 @@ def test_missing_or_foreign_etrecord(art: dict[str, Any], tmp_path: Path) -> Non
 # Fixed tick counts, so every total below is worked out by hand. PAL (CPU) ticks run at 100 per us,
 # Neutron ticks at 50 per us. Per run i = 0, 1, 2:
 #   Method::execute 20000 + 100 i PAL                   -> 200, 201, 202 us
-#   instruction 0: DELEGATE_CALL 5000 PAL (50 us): kernel 1000 NPU (20 us), dump 1200 NPU (24 us)
-#   instruction 1: OPERATOR_CALL 3000 PAL (30 us) around native_call_sigmoid.out 2500 PAL (25 us)
-#   instruction 2: DELEGATE_CALL 4000 PAL (40 us): kernel 1500 NPU (30 us; run 2: 2500 = 50 us),
+#   instruction CALL_A: DELEGATE_CALL 5000 PAL (50 us): kernel 1000 NPU (20 us), dump 1200 NPU (24 us)
+#   instruction SIGMOID: OPERATOR_CALL 3000 PAL (30 us) around native_call_sigmoid.out 2500 PAL (25 us)
+#   instruction CALL_B: DELEGATE_CALL 4000 PAL (40 us): kernel 1500 NPU (30 us; run 2: 2500 = 50 us),
 #                  dump 2000 NPU (40 us)
 PAL, NPU = 100.0, 50.0
 KERNEL2 = (1500, 1500, 2500)
+# The instructions of TwoLayers' int8 program those events belong to (its quantize/dequantize operators have
+# no events in this dump).
+CALL_A, SIGMOID, CALL_B = 1, 3, 5
+QDQ = ["quantized_decomposed.quantize_per_tensor.default", "quantized_decomposed.dequantize_per_tensor.default"]
 
 
 def _profile_event(name: str | None, instr: int, start: int, end: int, delegate_id: int = -1,
@@ -241,14 +259,15 @@ def _hand_etdump(path: Path, metadata: tuple[bytes | None, bytes | None] = (b"\x
         n = 40_000 * (i + 1)   # Neutron timer
         meta = b"\x04" if vary and i == 2 else kernel_meta
         events = [
-            _profile_event("native_call_sigmoid.out", 1, t + 5300, t + 7800),
-            _profile_event("OPERATOR_CALL", 1, *((t + 5400, t + 7700) if short_call and i == 2 else (t + 5200, t + 8200))),
-            _profile_event(None, 0, n, n + 1000, 0, meta),
-            *([_profile_event(None, 0, n + 1000, n + 2200, 1, dump_meta)] if dumps else []),
-            _profile_event("DELEGATE_CALL", 0, t + 100, t + 5100),
-            _profile_event(None, 2, n + 5000, n + 5000 + KERNEL2[i], 0, meta),
-            *([_profile_event(None, 2, n + 9000, n + 11000, 1, dump_meta)] if dumps else []),
-            _profile_event("DELEGATE_CALL", 2, t + 8300, t + 12300),
+            _profile_event("native_call_sigmoid.out", SIGMOID, t + 5300, t + 7800),
+            _profile_event("OPERATOR_CALL", SIGMOID,
+                           *((t + 5400, t + 7700) if short_call and i == 2 else (t + 5200, t + 8200))),
+            _profile_event(None, CALL_A, n, n + 1000, 0, meta),
+            *([_profile_event(None, CALL_A, n + 1000, n + 2200, 1, dump_meta)] if dumps else []),
+            _profile_event("DELEGATE_CALL", CALL_A, t + 100, t + 5100),
+            _profile_event(None, CALL_B, n + 5000, n + 5000 + KERNEL2[i], 0, meta),
+            *([_profile_event(None, CALL_B, n + 9000, n + 11000, 1, dump_meta)] if dumps else []),
+            _profile_event("DELEGATE_CALL", CALL_B, t + 8300, t + 12300),
             _profile_event("Method::execute", 0, t, t + 20000 + 100 * i, chain=-1),
         ]
         runs.append(RunData(name="Execute", bundled_input_index=-1, allocators=[], events=events))
@@ -271,14 +290,15 @@ def test_neutron_events_are_classified_and_mapped_by_the_delegate_map(npu_profil
     p = npu_profile
     assert [(e["kind"], e["name"], e["instruction_id"]) for e in p["events"]] == [
         ("method", "Method::execute", 0),
-        ("delegate_call", "DELEGATE_CALL", 0), ("npu_kernel", "0", 0), ("profiling_dump", "1", 0),
-        ("cpu_op", "native_call_sigmoid.out", 1),
-        ("delegate_call", "DELEGATE_CALL", 2), ("npu_kernel", "0", 2), ("profiling_dump", "1", 2),
+        ("delegate_call", "DELEGATE_CALL", CALL_A), ("npu_kernel", "0", CALL_A), ("profiling_dump", "1", CALL_A),
+        ("cpu_op", "native_call_sigmoid.out", SIGMOID),
+        ("delegate_call", "DELEGATE_CALL", CALL_B), ("npu_kernel", "0", CALL_B), ("profiling_dump", "1", CALL_B),
     ]
     kernels = [e for e in p["events"] if e["kind"] == "npu_kernel"]
     assert [e["op_types"] for e in kernels] == [
-        ["aten.permute_copy.default", "aten.addmm.default", "aten.relu.default"],
-        ["aten.permute_copy.default", "aten.addmm.default"],
+        # a kernel holds its QDQ cluster (the quantize/dequantize nodes round it), as Neutron's partitions do
+        [*QDQ, "aten.permute_copy.default", "aten.addmm.default", "aten.relu.default"],
+        [*QDQ, "aten.permute_copy.default", "aten.addmm.default"],
     ]
     assert all(e["metadata"] == {"kind": "kernel", "function_code": 3} for e in kernels)
     assert all(e["delegate_backend_name"] == "NeutronSimBackend" for e in kernels)
@@ -289,12 +309,14 @@ def test_neutron_events_are_classified_and_mapped_by_the_delegate_map(npu_profil
 def test_times_use_each_events_own_clock(npu_profile: dict[str, Any]) -> None:
     by = {(e["kind"], e["instruction_id"]): e for e in npu_profile["events"]}
     assert by[("method", 0)]["times_us"] == [200.0, 201.0, 202.0]
-    assert by[("npu_kernel", 0)]["times_us"] == [20.0, 20.0, 20.0]
-    assert by[("npu_kernel", 2)]["times_us"] == [30.0, 30.0, 50.0]
-    assert by[("profiling_dump", 2)]["times_us"] == [40.0, 40.0, 40.0]
-    assert by[("cpu_op", 1)]["times_us"] == [25.0] * 3 and by[("cpu_op", 1)]["call_overhead_us"] == [5.0] * 3
-    assert by[("cpu_op", 1)]["call_overhead_p50_us"] == 5.0
-    assert by[("delegate_call", 0)]["times_us"] == [50.0] * 3 and by[("delegate_call", 2)]["times_us"] == [40.0] * 3
+    assert by[("npu_kernel", CALL_A)]["times_us"] == [20.0, 20.0, 20.0]
+    assert by[("npu_kernel", CALL_B)]["times_us"] == [30.0, 30.0, 50.0]
+    assert by[("profiling_dump", CALL_B)]["times_us"] == [40.0, 40.0, 40.0]
+    assert by[("cpu_op", SIGMOID)]["times_us"] == [25.0] * 3
+    assert by[("cpu_op", SIGMOID)]["call_overhead_us"] == [5.0] * 3
+    assert by[("cpu_op", SIGMOID)]["call_overhead_p50_us"] == 5.0
+    assert by[("delegate_call", CALL_A)]["times_us"] == [50.0] * 3
+    assert by[("delegate_call", CALL_B)]["times_us"] == [40.0] * 3
 
 
 def test_totals_are_the_hand_computed_medians(npu_profile: dict[str, Any]) -> None:
@@ -427,7 +449,7 @@ def test_a_dump_whose_timer_never_ticked_is_refused_naming_the_cause(art: dict[s
     from executorch.devtools.etdump.schema_flatcc import ETDumpFlatCC, RunData
     from executorch.devtools.etdump.serialize import serialize_to_etdump_flatcc
 
-    frozen = [_profile_event("native_call_sigmoid.out", 1, 0, 0), _profile_event("OPERATOR_CALL", 1, 0, 0),
+    frozen = [_profile_event("native_call_sigmoid.out", SIGMOID, 0, 0), _profile_event("OPERATOR_CALL", SIGMOID, 0, 0),
               _profile_event("Method::execute", 0, 0, 0, chain=-1)]
     runs = [RunData(name="Execute", bundled_input_index=-1, allocators=[], events=frozen) for _ in range(2)]
     dump = tmp_path / "frozen.etdump"
@@ -439,7 +461,7 @@ def test_a_dump_whose_timer_never_ticked_is_refused_naming_the_cause(art: dict[s
     assert str(info.value).startswith(f"{dump}: all 4 event times are 0: the firmware's tick counter never ticked")
     assert "DWT cycle counter on QEMU" in str(info.value)
     # One event that took time is enough to read the dump: a fast operator may really take 0 ticks.
-    frozen[0] = _profile_event("native_call_sigmoid.out", 1, 0, 3)
+    frozen[0] = _profile_event("native_call_sigmoid.out", SIGMOID, 0, 3)
     dump.write_bytes(serialize_to_etdump_flatcc(ETDumpFlatCC(version=0, run_data=runs)))
     assert build_profile(dump, art["out"] / "npu.etrecord", board="qemu", model="m", simulated=False,
                          time_scale=TimeScale.core_cycles(20))["iterations"] == 2

@@ -89,7 +89,10 @@ def test_a_convolution_left_in_nchw_is_named_as_float(caplog) -> None:
     left = cortex_m.float_operators(edge)
     assert len(left) == 1 and "aten.convolution" in left[0]
     with caplog.at_level("WARNING", logger="hil"):
-        assert cortex_m._after_lowering(edge, None) == {"float_operators": left}
+        from hil.aot.dim_order import AcceptedDimOrderPlanning
+
+        assert cortex_m._after_lowering(AcceptedDimOrderPlanning())(edge, None) == {"float_operators": left,
+                                                                                   "dim_orders_renamed": []}
     assert f"delegate 'cortex-m': 1 operator(s) stayed float (portable kernels, not CMSIS-NN): {left[0]}" in caplog.text
 
 
@@ -112,3 +115,52 @@ def test_a_fresh_process_reads_the_etrecords_cortex_m_operators(lowered) -> None
     in_record = {line.split(".")[1] for line in done.stdout.split()}
     in_pte = {op.split("::")[1].split(".")[0] for op in _operators(lowered.pte_path.read_bytes()) if op.startswith("cortex_m")}
     assert in_record == in_pte and "quantized_conv2d" in in_record
+
+
+ONE_CHANNEL = textwrap.dedent("""\
+    import torch
+
+
+    def factory():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Conv2d(1, 8, (5, 3), stride=2, padding=1), torch.nn.ReLU(),
+                                    torch.nn.Flatten(), torch.nn.Linear(8 * 5 * 4, 4)).eval()
+        return model, (torch.randn(1, 1, 12, 8),)
+    """)
+
+
+def test_a_one_channel_input_gets_dim_orders_the_runtime_accepts(tmp_path) -> None:
+    """DS-CNN's case, small: the channels_last copy of a [1, 1, H, W] input has tied strides, from which ExecuTorch
+    derives the dim order (0, 2, 1, 3); the portable _to_dim_order_copy asked for (0, 2, 3, 1) refuses that output.
+    The truth: every tensor of the program as ExecuTorch's deserializer reads it is contiguous or channels_last
+    (the two dim orders the runtime's is_contiguous_dim_order / is_channels_last_dim_order accept), and the one-
+    channel copies are channels_last, the order the _to_dim_order_copy's own argument names."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    (tmp_path / "one.py").write_text(ONE_CHANNEL)
+    entry = export_model(f"{tmp_path / 'one.py'}:factory", delegate="cortex-m", cache=tmp_path / "cache")
+    plan = deserialize_pte_binary(entry.pte_path.read_bytes()).program.execution_plan[0]
+    orders = [(list(v.val.sizes), list(v.val.dim_order)) for v in plan.values if type(v.val).__name__ == "Tensor"]
+    four_d = [(sizes, order) for sizes, order in orders if len(sizes) == 4]
+    assert four_d and all(order in ([0, 1, 2, 3], [0, 2, 3, 1]) for _, order in four_d), four_d
+    # The input stays NCHW; its channels_last copy (and the quantized copy of that) are (0, 2, 3, 1).
+    assert [order for sizes, order in four_d if sizes == [1, 1, 12, 8]].count([0, 2, 3, 1]) == 2, four_d
+    assert len(entry.extra["dim_orders_renamed"]) == 2
+    assert all(line.endswith("(0, 2, 1, 3) -> (0, 2, 3, 1)") for line in entry.extra["dim_orders_renamed"])
+    assert "cortex_m::quantized_depthwise_conv2d.out" in _operators(entry.pte_path.read_bytes())
+
+
+@pytest.mark.parametrize(("shape", "order", "expected"), [
+    ([1, 1, 49, 10], (0, 2, 1, 3), (0, 2, 3, 1)),  # channels_last strides (490, 1, 10, 1), sorted stably
+    ([1, 1, 49, 10], (0, 2, 3, 1), None),           # already accepted
+    ([1, 1, 49, 10], (0, 1, 2, 3), None),
+    ([1, 64, 1, 1], (0, 2, 3, 1), None),
+    ([2, 3, 1, 5], (0, 2, 1, 3), (0, 1, 2, 3)),     # the size-1 H moved: still the contiguous bytes, not channels_last
+    ([1, 3, 4, 5], (0, 2, 1, 3), None),             # a real transpose: neither layout, left for the runtime to say
+    ([1, 1, 4, 5, 6], (0, 2, 3, 1, 4), (0, 2, 3, 4, 1)),
+    ([3, 1, 4], (1, 0, 2), (0, 1, 2)),
+])
+def test_only_another_name_of_an_accepted_layout_is_renamed(shape, order, expected) -> None:
+    from hil.aot.dim_order import accepted_name
+
+    assert accepted_name(shape, order) == expected

@@ -151,3 +151,16 @@ def test_a_dump_that_exactly_fits_beside_the_kernels_is_subtracted():
     assert call_overhead(10.0, 6.0, 3.5) == 0.5
     assert call_overhead(10.0, 6.0, 5.0) == 4.0  # does not fit: call minus kernels
     assert call_overhead(10.0, 12.0, 1.0) == 0.0  # kernels outlast the call: never negative
+
+
+def test_a_quantize_kernels_neighbour_sharing_its_debug_handle_is_not_a_cpu_fallback():
+    # An int8 program's CPU quantize beside a delegated linear: the Inspector gives it both op types.
+    from hil.records.events import kernel_op_types
+
+    both = ["aten.addmm.default", "quantized_decomposed.quantize_per_tensor.default"]
+    assert kernel_op_types("native_call_quantize_per_tensor.out", both) == [
+        "quantized_decomposed.quantize_per_tensor.default"]
+    assert kernel_op_types("native_call_addmm.out", both) == ["aten.addmm.default"]
+    # nothing fits, or a name that is no kernel wrapper: kept as given (the pairing check speaks for those)
+    assert kernel_op_types("native_call_relu.out", ["aten.addmm.default"]) == ["aten.addmm.default"]
+    assert kernel_op_types("DELEGATE_CALL", both) == both

@@ -9,12 +9,12 @@ import pytest
 import torch
 from torch import nn
 
-from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
 from executorch.exir._serialize._program import deserialize_pte_binary
 
 from hil.aot.export import export_model
 from hil.aot.neutron_sdk import parse_neutron_map, parse_neutron_maps, sdk_available, sdk_reason
-from hil.aot.neutron_sim import BACKEND_ID, FunctionCode, neutron_sim_partitioners, payload_of
+from hil.aot.quantize import options
+from hil.aot.neutron_sim import BACKEND_ID, FunctionCode, payload_of
 from hil.base.errors import ModelError
 
 SMALL_CNN = Path(__file__).resolve().parents[1] / "fixtures" / "small_cnn.py"
@@ -36,12 +36,11 @@ class SmallCifar(nn.Module):
         return torch.softmax(self.fc(torch.flatten(x, 1)), dim=1)
 
 
-def lower(model: nn.Module, inputs: tuple):
-    torch.manual_seed(0)
-    edge = to_edge_transform_and_lower(
-        torch.export.export(model.eval(), inputs), partitioner=neutron_sim_partitioners(), generate_etrecord=True
-    )
-    return edge, edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=False))
+def lower(model: nn.Module, inputs: tuple, *, int8: bool = True):
+    """The program neutron-sim makes of `model`: int8 (the stand-in quantizer, calibrated on `inputs`) or float."""
+    from programs import lower_neutron_sim
+
+    return lower_neutron_sim(model, inputs, int8=int8)
 
 
 @pytest.fixture(scope="module")
@@ -69,16 +68,45 @@ def cpu_ops(prog) -> set[str]:
 
 def test_supported_ops_delegated_rest_on_cpu(lowered) -> None:
     _, prog = lowered
-    assert cpu_ops(prog) == {"aten::constant_pad_nd", "aten::_softmax"}
+    assert {"aten::constant_pad_nd", "aten::_softmax"} <= cpu_ops(prog)
+    assert not {"aten::convolution", "aten::addmm", "aten::max_pool2d_with_indices"} & cpu_ops(prog)
     kernels = [k for p in payloads(prog).values() for k in p["kernels"]]
     codes = [k["function_code"] for k in kernels]
     assert codes == [FunctionCode.CONV2D, FunctionCode.MAX_POOL, FunctionCode.DEPTHWISE_CONV2D,
                      FunctionCode.FULLY_CONNECTED]
-    assert kernels[0]["op_types"] == ["aten.convolution.default", "aten.relu.default"]  # fused activation
-    assert len(kernels[0]["debug_handles"]) == 2
+    assert {k["dtype"] for k in kernels} == {"int8"}
+    conv_ops = [t for t in kernels[0]["op_types"] if not t.startswith("quantized_decomposed")]
+    assert conv_ops == ["aten.convolution.default", "aten.relu.default"]  # fused activation
     assert kernels[0]["macs"] == 8 * 8 * 8 * 3 * 3 * 3  # out numel * Cin*kh*kw
     assert kernels[2]["macs"] == 8 * 4 * 4 * 1 * 3 * 3  # depthwise: one input channel per output
-    assert kernels[3]["macs"] == 10 * 128 and kernels[3]["weight_bytes"] == (10 * 128 + 10) * 4
+    # int8 weights (1 byte each) and the int32 bias the quantizer makes (4 bytes each)
+    assert kernels[3]["macs"] == 10 * 128 and kernels[3]["weight_bytes"] == 10 * 128 * 1 + 10 * 4
+
+
+def test_a_float_program_delegates_nothing_and_says_why(tmp_path) -> None:
+    """No Neutron runs a float operator: ExecuTorch's own serialized program has no delegate call, its
+    convolutions/linears/pools are CPU KernelCalls, each CPU operator's reason names the NPU's int8 rule, and the
+    run's note (once) says the NPU had nothing; the table shows both."""
+    from hil.aot.neutron_sim_qdq import FLOAT_PROGRAM_NOTE, FLOAT_PROGRAM_REASON
+    from hil.cli.table import format_table
+    from hil.records.profile_model import Profile
+    from hil.run.folder import finish_profile
+
+    compiled = export_model(f"{SMALL_CNN}:factory", delegate="neutron-sim", cache=tmp_path)
+    program = deserialize_pte_binary(compiled.pte_path.read_bytes()).program
+    plan = program.execution_plan[0]
+    assert not plan.delegates and not program.backend_delegate_data
+    cpu = {plan.operators[i.instr_args.op_index].name for i in plan.chains[0].instructions}
+    assert {"aten::convolution", "aten::linear"} & cpu or {"aten::convolution", "aten::addmm"} <= cpu
+    reasons = compiled.extra["cpu_reasons"]
+    assert reasons["convolution"] == FLOAT_PROGRAM_REASON and set(reasons.values()) == {FLOAT_PROGRAM_REASON}
+    assert "--quantize" in FLOAT_PROGRAM_REASON and "int8 only" in FLOAT_PROGRAM_REASON
+    assert compiled.extra["delegate_note"] == FLOAT_PROGRAM_NOTE
+    profile = finish_profile(Profile(model="small", cpu_fallback_ops=("aten.convolution.default",)).to_json(),
+                             cpu_fallback_reasons=reasons, delegate_note=compiled.extra["delegate_note"])
+    table = format_table(profile)
+    assert f"CPU fallback ops: convolution ({FLOAT_PROGRAM_REASON})" in table
+    assert table.count("nothing for the simulated Neutron NPU") == 1
 
 
 def test_etrecord_delegate_map_has_kernels_plus_empty_dump_entry(lowered) -> None:
@@ -137,8 +165,9 @@ def test_export_model_plugs_in_the_simulated_delegate(tmp_path, monkeypatch) -> 
         "    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(16, 3), nn.Softmax(1)), "
         "(torch.randn(1, 3, 4, 4),)\n")
 
-    compiled = export_model(f"{spec}:make", delegate="neutron-sim")
-    assert compiled.delegated
+    compiled = export_model(f"{spec}:make", delegate="neutron-sim", options=options(True, None))
+    assert compiled.delegated and "delegate_note" not in compiled.extra
     calls = compiled.extra["neutron_sim"]["delegate_calls"]
-    assert [[k["function"] for k in c["kernels"]] for c in calls] == [["CONV2D"], ["FULLY_CONNECTED"]]
-    assert calls[0]["kernels"][0]["op_types"] == ["aten.convolution.default", "aten.relu.default"]
+    assert [k["function"] for c in calls for k in c["kernels"]] == ["CONV2D", "FULLY_CONNECTED"]
+    conv = [t for t in calls[0]["kernels"][0]["op_types"] if not t.startswith("quantized_decomposed")]
+    assert conv == ["aten.convolution.default", "aten.relu.default"]

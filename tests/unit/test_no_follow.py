@@ -18,7 +18,7 @@ import pytest
 
 from hil.base import atomic
 from hil.base.no_follow import LinkRefused
-from hil.firmware.runtime_image import _locked
+from hil.firmware.runtime_image import Locked
 from hil.firmware.toolchain import run_logged
 from hil.probe.lock import ProbeLock
 from hil.regress.history import connect
@@ -74,7 +74,7 @@ def test_the_probes_lock(tmp_path: Path, victim: Path) -> None:
 def test_the_runtime_caches_lock(tmp_path: Path, victim: Path) -> None:
     link = _plant(tmp_path / "runtime" / ".lock", victim)
     with pytest.raises(LinkRefused) as info:
-        with _locked(tmp_path / "runtime", "a test's runtime"):
+        with Locked(tmp_path / "runtime", "a test's runtime"):
             pass
     _refused(info, link, victim)
     assert _untouched(victim)

@@ -71,6 +71,9 @@ set(HIL_TEST_STUB "${CMAKE_CURRENT_LIST_DIR}/../../stub.c")
 function(gen_selected_ops)
   cmake_parse_arguments(G "" "LIB_NAME;OPS_FROM_MODEL" "" ${ARGN})
   set_property(GLOBAL APPEND PROPERTY HIL_TEST_SELECTED "${G_LIB_NAME}=${G_OPS_FROM_MODEL}")
+  # Like ExecuTorch's own function, a rule whose output is the library's operator list.
+  add_custom_command(OUTPUT "${CMAKE_CURRENT_BINARY_DIR}/${G_LIB_NAME}/selected_operators.yaml"
+                     COMMAND "${CMAKE_COMMAND}" -E true)
 endfunction()
 function(generate_bindings_for_kernels)
 endfunction()

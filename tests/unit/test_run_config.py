@@ -85,3 +85,20 @@ def test_an_echo_from_before_the_handshake_does_not_count(console) -> None:
     ctx.serial.skip_to_end()
     with pytest.raises(TargetError, match="never printed"):
         check_echo(ctx, RunPlan(1), timeout=0.3)
+
+
+@pytest.mark.parametrize(("line", "hinted"), [
+    ("HIL error: load_method failed (error 0x21)", True),
+    ("HIL error: planned memory failed (error 0x21)", True),
+    ("HIL error: load_method failed (error 0x12)", False),   # InvalidArgument: not the pool
+    ("HIL error: set_input failed (error 0x21)", False),     # after set-up: not the method pool's doing
+])
+def test_a_method_pool_that_overflows_is_said_to_hold_more_than_the_planned_buffers(line: str, hinted: bool) -> None:
+    """ResNet8 int8 portable plans 511,488 B of the 524,288 B pool and fails at load_method with 0x21
+    (MemoryAllocationFailed in ExecuTorch's runtime/core/error.h): the message must not leave the user to believe
+    the planned bytes were the whole need."""
+    from hil.target.run_config import _early_stop_reason
+
+    reason = _early_stop_reason(f"{line}\r\n", RunPlan(1, 0))
+    assert reason is not None and line in reason
+    assert ("memory.planned_bytes" in reason and "counts the planned buffers only" in reason) == hinted

@@ -20,7 +20,7 @@ from hil.cli.main import exit_code_for
 from hil.base.errors import BuildError, EnvironmentFault
 from hil.firmware import kernel_sources as ks
 from hil.firmware.qemu_firmware import choose_qemu_firmware, time_base
-from hil.firmware.runtime_image import RuntimeSources, _first_error, _locked, _root, _runtime_key
+from hil.firmware.runtime_image import RuntimeSources, _first_error, Locked, _root, _runtime_key
 from hil.firmware.runtime_sources import entry_flatc, file_sha256, sync_firmware
 from hil.firmware.sim_neutron_table import npu_ticks_per_pal_tick
 
@@ -351,7 +351,7 @@ def test_a_cache_folder_that_cannot_be_written_is_a_build_error_naming_it(tmp_pa
     (tmp_path / "cache").write_text("a file where the cache folder should be\n")
     root = tmp_path / "cache" / "firmware" / "qemu-runtime" / "0123"
     with pytest.raises(BuildError) as info:
-        with _locked(root, "the image of m.pte"):
+        with Locked(root, "the image of m.pte"):
             pass
     assert f"the QEMU runtime cache folder {root} cannot be written" in str(info.value)
     assert "the image of m.pte is not among them" in str(info.value) and "HIL_CACHE_DIR" in str(info.value)

@@ -19,7 +19,7 @@ from hil.records.validate.profile import check_time_scale
 MANIFEST_SCHEMA_PREFIX = "et-hil/manifest/"
 TEXTS = ("board", "model", "model_name", "delegate", "status", "error", "error_kind", "written_at", "git_commit",
          "firmware", "firmware_sha256", "firmware_kind", "board_file", "board_file_sha256", "probe_id", "fault",
-         "drift_inputs")
+         "drift_inputs", "delegate_note")
 OBJECTS = ("annotations", "versions", "model_memory", "project_commit", "steps_s", "debug_buffer", "firmware_choice",
            "aot_followed", "flash", "footprint", "quantization", "cpu_fallback_reasons")
 SHA256 = re.compile(r"[0-9a-f]{64}")
