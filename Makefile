@@ -8,7 +8,7 @@ SHELL := /bin/bash
 PYTHON_BOOT ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi gdb-multiarch ser2net \
+APT_PACKAGES := qemu-system-arm gcc gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi gdb-multiarch ser2net \
   cmake ninja-build git chromium strace
 # pyproject.toml states ranges; constraints.txt holds the exact versions this venv installs and CI tests with.
 CONSTRAINTS := constraints.txt

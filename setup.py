@@ -41,6 +41,7 @@ setup(
     packages=[*find_packages(include=["hil", "hil.*"]), *DATA_PACKAGES],
     package_dir=DATA_PACKAGES,
     package_data={
+        "hil.emu": ["*.c"],  # the native instruction counter, built on first use (hil/emu/block_count.py)
         "hil": ["py.typed"],  # PEP 561: the package's type hints are meant for its users' type checkers
         "hil.data.boards": ["*.toml"],
         "hil.data.budgets": ["*.toml"],

@@ -4,9 +4,9 @@ Why these pieces:
 - Memory: XIP flash and SRAM are host buffers mapped into unicorn (mem_map_ptr), so the debugger reads and
   writes them without stopping the core; the SRAM is mapped twice (0x20000000 and its secure alias 0x30000000).
   The core may not write the flash (it is XIP, read-only on the bus): such a write is a bus fault.
-- Time: DWT CYCCNT is the number of instructions executed. A block hook adds each translation block's
-  instruction count, decoded once per block and cached; a stop inside a block (breakpoint, halt, fault,
-  a CYCCNT read) takes back the instructions after the stopping one, so the count is exact.
+- Time: DWT CYCCNT is the number of instructions executed. A block hook (native C, hil.emu.block_count) adds
+  each translation block's instruction count, decoded once per block and cached; a stop inside a block
+  (breakpoint, halt, fault, a CYCCNT read) takes back the instructions after the stopping one, so the count is exact.
 - Exceptions: unicorn has no M-profile exception model, so a fault (an unmapped or read-only access, an
   undefined instruction) is entered here as the core would: the basic frame stacked on the main stack,
   LR = EXC_RETURN 0xFFFFFFF9, IPSR = 3, the fault status registers set, PC = the HardFault vector. The core
@@ -22,12 +22,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from unicorn import (UC_ARCH_ARM, UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_INVALID, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MODE_MCLASS,
+from unicorn import (UC_ARCH_ARM, UC_HOOK_CODE, UC_HOOK_INTR, UC_HOOK_MEM_INVALID, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MODE_MCLASS,
                      UC_MODE_THUMB, UC_PROT_ALL, UC_PROT_EXEC, UC_PROT_READ, Uc, UcError)
 from unicorn import arm_const as arm
 from unicorn import unicorn_const as const
 
 from hil.emu import rt700_map as rt
+from hil.emu.block_count import BlockCounter
 
 # DCRSR register selectors (Armv8-M Architecture Reference Manual, DCRSR.REGSEL) -> unicorn registers.
 CORE_REGISTERS: dict[int, int] = {i: getattr(arm, f"UC_ARM_REG_R{i}") for i in range(13)}
@@ -45,15 +46,6 @@ DWT_CTRL, CYCCNT = 0xE0001000, 0xE0001004  # DWT CTRL and CYCCNT
 BKPT_INTNO = 7  # QEMU's EXCP_BKPT, as unicorn reports it to an interrupt hook
 
 
-def _thumb_starts(code: bytes, address: int) -> tuple[int, ...]:
-    """The address of each Thumb instruction in `code` (a halfword 0b11101/0b11110/0b11111 opens a 32-bit one)."""
-    starts, offset = [], 0
-    while offset + 1 < len(code):
-        starts.append(address + offset)
-        offset += 4 if (code[offset + 1] >> 3) in (0x1D, 0x1E, 0x1F) else 2
-    return tuple(starts)
-
-
 class FaultState:
     """The SCB's fault status words the core sets on fault entry (CFSR, HFSR, MMFAR, BFAR)."""
 
@@ -68,7 +60,7 @@ class FaultState:
 class M33Core:
     """The core, its memory and its run thread. `mmio` maps peripheral and PPB reads/writes to their models."""
 
-    def __init__(self, peripherals: Any, ppb: Any = None) -> None:
+    def __init__(self, peripherals: Any, ppb: Any = None, *, counting: str = "native") -> None:
         self.uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS, arm.UC_CPU_ARM_CORTEX_M33)
         self.flash = ctypes.create_string_buffer(b"\xff" * rt.FLASH_SIZE, rt.FLASH_SIZE)
         self.sram = ctypes.create_string_buffer(rt.SRAM_SIZE)
@@ -80,9 +72,7 @@ class M33Core:
         self.uc.mmio_map(rt.PERIPH_BASE, rt.PERIPH_SIZE, self._periph_read, None, self._periph_write, None)
         self.uc.mmio_map(rt.PPB_BASE, rt.PPB_SIZE, self._ppb_read, None, self._ppb_write, None)
         self.faults = FaultState()
-        self.executed = 0  # instructions executed since power-up: DWT CYCCNT follows it
-        self._blocks: dict[tuple[int, int], tuple[int, ...]] = {}
-        self._block: tuple[int, ...] = ()
+        self.counter = BlockCounter(self.uc, counting=counting)  # instructions executed: DWT CYCCNT follows it
         self._bad_access: tuple[int, int] | None = None  # (uc access type, address) of the last invalid access
         self.skipped: dict[str, int] = {}
         self._skips: dict[int, str] = {}
@@ -95,7 +85,6 @@ class M33Core:
         self.catch_hardfault = False
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self.uc.hook_add(UC_HOOK_BLOCK, self._on_block)
         self.uc.hook_add(UC_HOOK_MEM_INVALID, self._on_bad_access)
         self.uc.hook_add(UC_HOOK_INTR, self._on_interrupt)
         # unicorn does not bring PC up to date for an MMIO callback (it holds the block's start there), but does
@@ -127,8 +116,7 @@ class M33Core:
         ctypes.memmove(ctypes.addressof(buffer) + offset, data, len(data))
         if self.halted:  # code may have changed: drop what unicorn translated from it
             self.uc.ctl_remove_cache(address, address + len(data))
-            self._blocks = {k: v for k, v in self._blocks.items() if not (k[0] < address + len(data)
-                                                                          and address < k[0] + k[1])}
+            self.counter.forget()
 
     def word(self, address: int) -> int:
         return struct.unpack("<I", self.read(address, 4))[0]
@@ -178,7 +166,7 @@ class M33Core:
         self.uc.reg_write(arm.UC_ARM_REG_PC, self.word(vector_table + 4) | 1)  # unicorn takes bit 0 as the Thumb state
         self.faults.clear()
         self.uc.ctl_flush_tb()
-        self._blocks.clear()
+        self.counter.forget()
 
     def skip_functions(self, addresses: dict[int, str]) -> None:
         """Return at once from each function at these (Thumb bit cleared) addresses, counting each skip."""
@@ -200,28 +188,33 @@ class M33Core:
 
     # -- hooks --------------------------------------------------------------------------------
 
-    def _on_block(self, uc: Uc, address: int, size: int, _data: Any) -> None:
-        starts = self._blocks.get((address, size))
-        if starts is None:
-            starts = self._blocks[(address, size)] = _thumb_starts(bytes(uc.mem_read(address, size)), address)
-        self._block = starts
-        self.executed += len(starts)
+    @property
+    def executed(self) -> int:
+        """Instructions executed since power-up (DWT CYCCNT follows it)."""
+        return self.counter.executed
+
+    @executed.setter
+    def executed(self, value: int) -> None:
+        self.counter.executed = value
 
     def _not_done(self, pc: int) -> int:
         """Instructions of the current block from `pc` on: counted by the block hook but not executed."""
-        return sum(1 for start in self._block if start >= pc)
+        return sum(1 for start in self.counter.starts_of_current_block(self.uc) if start >= pc)
+
+    def _take_back(self, pc: int) -> None:
+        """A stop (or a skip) at `pc` inside the current block: its instructions from `pc` on did not run."""
+        self.executed -= self._not_done(pc)
+        self.counter.leave_block()
 
     def _stop(self, reason: str, pc: int) -> None:
-        self.executed -= self._not_done(pc)
-        self._block = ()
+        self._take_back(pc)
         self.stop_reason = reason
         self.uc.emu_stop()
 
     def _on_skip(self, uc: Uc, address: int, _size: int, _data: Any) -> None:
         name = self._skips[address]
         self.skipped[name] = self.skipped.get(name, 0) + 1
-        self.executed -= self._not_done(address)
-        self._block = ()
+        self._take_back(address)
         self.skip_effects.get(name, lambda: None)()
         uc.reg_write(arm.UC_ARM_REG_R0, 0)
         uc.reg_write(arm.UC_ARM_REG_PC, uc.reg_read(arm.UC_ARM_REG_LR) | 1)
@@ -268,8 +261,7 @@ class M33Core:
     def _enter_hardfault(self, error: UcError) -> None:
         """Exception entry for a fault unicorn reported: stack the frame, set the status, go to the handler."""
         pc = self.pc
-        self.executed -= self._not_done(pc)
-        self._block = ()
+        self._take_back(pc)
         access, address = self._bad_access or (None, 0)
         self._bad_access = None
         if error.errno == const.UC_ERR_INSN_INVALID:
@@ -325,7 +317,7 @@ class M33Core:
                 self.executed = before + 1
                 self.stop_reason = "step"
             break
-        self._block = ()
+        self.counter.leave_block()
         self.on_stop(self.stop_reason or "halt")
 
     def halt(self, timeout: float = 5.0) -> None:

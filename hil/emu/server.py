@@ -39,9 +39,10 @@ def skip_addresses(elf: Path) -> dict[int, str]:
     return found
 
 
-def build_board(console_port: int, symbols: Path | None) -> tuple[SystemControlSpace, SocketConsole]:
+def build_board(console_port: int, symbols: Path | None, *,
+                counting: str = "native") -> tuple[SystemControlSpace, SocketConsole]:
     console = SocketConsole(console_port)
-    core = M33Core(PeripheralFile(console))
+    core = M33Core(PeripheralFile(console), counting=counting)
     scs = SystemControlSpace(core)
     if symbols is not None:
         core.skip_functions(skip_addresses(symbols))

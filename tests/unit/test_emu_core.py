@@ -96,3 +96,48 @@ def test_a_software_breakpoint_into_flash_is_refused_and_one_into_sram_taken(boa
     probe.write_ap(0x04, 0x20000100)
     probe.write_ap(0x0C, 0xBE00)
     assert scs.core.read(0x20000100, 2) == b"\x00\xbe"
+
+
+# Hand-assembled Thumb code, 7 instructions in 22 bytes (Armv8-M ARM encodings, little-endian halfwords):
+# movs r0,#1 (0x2001) | bl (0xF000 0xF800: top bits 0b11110) | ldr.w r1,[r3,#4] (0xF8D3 0x1004: 0b11111)
+# | nop (0xBF00) | it eq (0xBF08) | vadd.f32 s0,s0,s1 (0xEE30 0x0A20: 0b11101) | orr.w r2,r2,#0x1000000 (0xF042 0x7280)
+HAND_CODE = bytes.fromhex("0120" "00f000f8" "d3f80410" "00bf" "08bf" "30ee200a" "42f08072")
+HAND_COUNT = 7
+
+
+def test_the_native_decoder_counts_hand_made_thumb_code():
+    import ctypes
+
+    from hil.emu.block_count import native_library, thumb_starts
+
+    lib = ctypes.CDLL(str(native_library()))
+    lib.hil_thumb_count.restype = ctypes.c_uint32
+    assert lib.hil_thumb_count(HAND_CODE, len(HAND_CODE)) == HAND_COUNT
+    assert lib.hil_thumb_count(HAND_CODE[:6], 6) == 2  # movs + bl
+    assert len(thumb_starts(HAND_CODE, 0)) == HAND_COUNT
+
+
+@pytest.mark.parametrize("counting", ["native", "python"])
+def test_each_counter_agrees_with_a_per_instruction_oracle(tmp_path, counting):
+    """The block counters against unicorn's UC_HOOK_CODE, called once per instruction executed (the program has no
+    IT block), and against the hand count of emu_program.COUNTED."""
+    from unicorn import UC_HOOK_CODE
+
+    from hil.emu.direct_run import load_core, run_to
+
+    elf = emu_program.build(tmp_path)
+    core = load_core(elf, counting)
+    assert core.counter.native == (counting == "native")
+    oracle = {"n": 0}
+
+    def count(_uc, address, _size, _data):
+        oracle["n"] += 1
+
+    core.uc.hook_add(UC_HOOK_CODE, count)
+    run_to(core, emu_program.symbol(elf, "hil_mark"), 10)
+    assert core.word(0x20000000) == emu_program.COUNTED
+    # Hand count to the stop at hil_mark: bl SystemInit (1) + 4 x (movs, bl, putc_'s 6 with TDRE set) (32) + the
+    # 11 of DEMCR/DWT set-up and `a` + 10 x (subs, bne) (20) + ldr, subs, ldr, str, bl hil_mark (5) = 69.
+    # The oracle also saw SystemInit's first instruction (the skip returned before it ran) and hil_mark's (the
+    # breakpoint stopped before it ran): unicorn calls the later code hooks of an instruction whose hook stopped.
+    assert core.executed == 69 == oracle["n"] - core.skipped["SystemInit"] - 1
