@@ -77,10 +77,9 @@ def instructions(model: str, delegate: str, quantize: bool, work: Path) -> int:
 
 
 def rt700_image_bytes(model: str, delegate: str, quantize: bool, work: Path) -> int:
-    """text + data of the RT700 image of the program (what the XIP flash holds). Each image gets a build folder
-    of its own (a cold ExecuTorch build, about 18 minutes on 2 cores): a folder reused for another program keeps
-    the first program's operator selection (its selected_operators.yaml is not written again), so its size would
-    be another program's."""
+    """text + data of the RT700 image of the program (what the XIP flash holds), as `hil rt700-image` builds it:
+    in the RT700 runtime folder of $HIL_CACHE_DIR (its libraries compiled once, each program a link; the operator
+    list follows the model, which firmware/cmake/hil_executorch.cmake makes its rule depend on)."""
     out = work / f"rt700-{model}-{delegate}-{int(quantize)}"
     command = [sys.executable, "-m", "hil.cli.main", "rt700-image", "--model", model, "--delegate", delegate,
                "--out", str(out)] + (["--quantize"] if quantize else [])
